@@ -1,0 +1,87 @@
+"""Fixtures shared by the checks: a case meshed and decomposed once per partition/environment."""
+
+import re
+import shutil
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from foamlib import FoamFile
+from reframe.core.backends import getlauncher
+from reframe.core.exceptions import PipelineError
+from reframe.core.builtins import (parameter, run_after, run_before,
+                                   sanity_function, variable)
+
+from topofoam.cases import TUTORIALS, CaseError, blockmesh_cells
+
+
+class PreparedTutorial(rfm.RunOnlyRegressionTest):
+    """A tutorial case set to fixed work, meshed with blockMesh and decomposed with decomposePar.
+
+    The case lands in ``<stagedir>/case``; run checks copy it. Parameterised by the case, so a
+    check that uses it runs once per case.
+    """
+
+    case = parameter(sorted(TUTORIALS))
+
+    #: Subdomains to decompose into: the run check's number of ranks.
+    num_subdomains = variable(int, value=2)
+
+    #: decomposePar method; scotch needs the real libscotchDecomp (Debian ships a stub).
+    method = variable(str, value='scotch', loggable=True)
+
+    #: Cells blockMesh must produce, computed from the case's blockMeshDict.
+    cells = variable(int)
+
+    valid_systems = ['*']
+    valid_prog_environs = ['+openfoam']
+    executable = 'blockMesh'
+    executable_opts = ['-case', 'case']
+    num_tasks = 1
+
+    @run_after('setup')
+    def serial_launcher(self):
+        # Meshing and decomposition are serial tools: no mpirun/srun around them.
+        self.job.launcher = getlauncher('local')()
+        self.postrun_cmds = ['decomposePar -case case -force > decomposePar.log 2>&1']
+
+    @run_before('run')
+    def copy_and_edit_case(self):
+        tutorial = TUTORIALS[self.case]
+        try:
+            src = tutorial.source(self.current_environ.env_vars.get('FOAM_TUTORIALS'))
+        except CaseError as e:
+            # A ReFrame error is reported as its message alone, without a traceback.
+            raise PipelineError(str(e)) from None
+        dest = f'{self.stagedir}/case'
+        shutil.copytree(src, dest, dirs_exist_ok=True)
+        control = FoamFile(f'{dest}/system/controlDict')
+        for key, value in tutorial.control.items():
+            control[key] = value
+        for rel, entry in tutorial.remove:
+            parent, _, name = entry.rpartition('/')
+            sub = FoamFile(f'{dest}/{rel}')
+            if parent:
+                del sub[tuple(parent.split('/')) + (name,)]
+            else:
+                del sub[name]
+        decompose = FoamFile(f'{dest}/system/decomposeParDict')
+        decompose['numberOfSubdomains'] = self.num_subdomains
+        decompose['method'] = self.method
+        self.cells = blockmesh_cells(dest)
+
+    @sanity_function
+    def assert_decomposed(self):
+        """blockMesh and decomposePar ended; the subdomains hold exactly the blockMesh cells."""
+        dp_log = f'{self.stagedir}/decomposePar.log'
+        per_proc = sn.extractall(r'^Processor \d+\s*\n\s*Number of cells = (\d+)', dp_log, 1, int)
+        return sn.all([
+            sn.assert_found(r'^End', self.stdout, msg='blockMesh did not end'),
+            sn.assert_found(r'^End', dp_log, msg='decomposePar did not end (see decomposePar.log)'),
+            sn.assert_eq(sn.count(per_proc), self.num_subdomains,
+                         msg='decomposePar made {0} subdomains, expected {1}'),
+            sn.assert_eq(sn.sum(per_proc), self.cells,
+                         msg='the subdomains hold {0} cells, blockMeshDict gives {1}'),
+        ])
+
+    def case_path(self):
+        return f'{self.stagedir}/case'

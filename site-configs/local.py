@@ -1,0 +1,155 @@
+"""ReFrame site configuration for one Linux machine: the suite's embedded default.
+
+Partitions:
+  cpu    the local scheduler, ranks started with ``mpirun``;
+  slurm  the project's own single-node Slurm (site-configs/local/slurm.py), jobs through
+         ``sbatch``/``squeue`` (no accounting, hence ``squeue``), ranks with ``srun --mpi=pmix``.
+         Present only while that Slurm runs (``./bench slurm start`` or ``./bench run``).
+
+Environments:
+  openfoam-v1912   Debian's stock OpenFOAM v1912, plus the real SCOTCH decomposition library
+                   built from Debian's source (Debian ships a stub; see build-openfoam.sh).
+
+Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by hand:
+``reframe -C site-configs/local.py -c reframe -r``.
+"""
+
+import os
+import sys
+
+from reframe.utility.cpuinfo import cpuinfo
+
+from localsite import openfoam, paths
+from localsite.slurm import LocalSlurm
+
+_results = paths.results_dir()
+_slurm = LocalSlurm()
+(_results / "reframe").mkdir(parents=True, exist_ok=True)
+
+# Every Slurm client ReFrame starts (sbatch, squeue, scancel) must find our controller through
+# SLURM_CONF: without it Slurm looks the controller up through DNS, off the machine.
+os.environ.setdefault("SLURM_CONF", str(_slurm.conf))
+
+# Open MPI's mpirun refuses root unless told; containers and CI machines often run as root.
+_mpi_env = [
+    ["OMPI_ALLOW_RUN_AS_ROOT", "1"],
+    ["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"],
+]
+
+# ReFrame detects the processor of local partitions by itself; the Slurm node is this same
+# machine, so its detection result is ReFrame's own for this host, not a remote job.
+_processor = cpuinfo()
+
+_partitions = [
+    {
+        "name": "cpu",
+        "descr": "this machine, local scheduler, mpirun",
+        "scheduler": "local",
+        "launcher": "mpirun",
+        "environs": ["openfoam-v1912"],
+        "env_vars": _mpi_env,
+        "max_jobs": 1,
+    },
+]
+
+if _slurm.running().keys() >= {"munged", "slurmctld", "slurmd"}:
+    _partitions.append({
+        "name": "slurm",
+        "descr": "this machine as a one-node Slurm cluster, srun --mpi=pmix",
+        "scheduler": "squeue",
+        "launcher": "srun",
+        "access": [f"--partition={LocalSlurm.partition}"],
+        "environs": ["openfoam-v1912"],
+        "env_vars": _mpi_env + [["SLURM_MPI_TYPE", "pmix"]],
+        "processor": _processor,
+        "max_jobs": 1,
+    })
+else:
+    print("local.py: partition 'slurm' left out: the project's local Slurm is not running "
+          "-- start it with './bench slurm start' (as root)", file=sys.stderr)
+
+# Test attributes that say nothing about a run's result; left out of the perflog columns.
+_PERFLOG_NOISE = [
+    f"check_{k}" for k in (
+        "job_completion_time", "perfvalues", "build_locally", "build_time_limit", "env_vars",
+        "exclusive_access", "extra_resources", "keep_files", "local", "maintainers",
+        "max_pending_time", "modules", "postbuild_cmds", "postrun_cmds", "prebuild_cmds",
+        "prerun_cmds", "readonly_files", "sourcepath", "sourcesdir", "strict_check",
+        "use_multithreading", "valid_prog_environs", "valid_systems", "variables", "prefix",
+        "num_gpus_per_node", "num_tasks_per_core", "num_tasks_per_socket", "executable_opts",
+    )
+]
+
+site_configuration = {
+    "systems": [
+        {
+            "name": "local",
+            "descr": "this machine (TopoFOAM bench embedded default)",
+            "hostnames": [".*"],
+            "modules_system": "nomod",
+            "prefix": str(_results / "reframe"),
+            "partitions": _partitions,
+        },
+    ],
+    "environments": [
+        {
+            "name": "openfoam-v1912",
+            "features": ["openfoam", "openfoam-v1912", "scotch"],
+            "env_vars": [
+                ["WM_PROJECT_DIR", str(openfoam.PROJECT_DIR)],
+                ["FOAM_TUTORIALS", str(openfoam.EXAMPLES)],
+                ["LD_LIBRARY_PATH", f"{openfoam.lib_dir()}:$LD_LIBRARY_PATH"],
+            ],
+            "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi"},
+        },
+    ],
+    "general": [
+        {
+            "topology_prefix": str(_results / "reframe" / "topology"),
+            "report_file": str(_results / "reframe" / "reports" / "run-report-{sessionid}.json"),
+            "check_search_recursive": False,
+        },
+    ],
+    "storage": [
+        {
+            # Off by default in ReFrame; named here so that it never writes to ~/.reframe.
+            "enable": False,
+            "sqlite_db_file": str(_results / "reframe" / "results.db"),
+        },
+    ],
+    "logging": [
+        {
+            "handlers": [
+                {
+                    "type": "file",
+                    "name": str(_results / "reframe" / "reframe.log"),
+                    "level": "debug",
+                    "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s",
+                    "append": False,
+                },
+                {
+                    "type": "stream",
+                    "name": "stdout",
+                    "level": "info",
+                    "format": "%(message)s",
+                },
+            ],
+            "handlers_perflog": [
+                {
+                    # One file per system/partition/check; '|'-separated with a header line.
+                    # Every loggable parameter of a check is a column (check_#ALL), so a
+                    # report reads the sweep dimensions without knowing the checks.
+                    "type": "filelog",
+                    "prefix": "%(check_system)s/%(check_partition)s",
+                    "basedir": str(_results / "perflogs"),
+                    "level": "info",
+                    "format": ("%(check_job_completion_time)s|reframe %(version)s|"
+                               "%(check_result)s|%(check_#ALL)s|%(check_perfvalues)s"),
+                    "format_perfvars": "%(check_perf_value)s|%(check_perf_unit)s|",
+                    "ignore_keys": _PERFLOG_NOISE,
+                    "append": True,
+                },
+            ],
+        },
+    ],
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Install what the suite needs on one Debian/Ubuntu machine (the embedded "local" site).
+#
+# Idempotent: every step checks first and does nothing when its result is already there, so
+# `./bench run` calls it on every start. Steps:
+#   1. Debian packages: OpenFOAM v1912 + tutorials, OpenMPI with UCX, hwloc, SCOTCH, ParaView,
+#      Slurm + munge, build tools (apt is retried once: a transient dpkg failure has been seen);
+#   2. deb-src enabled and the OpenFOAM source package unpacked into the cache (for the builds);
+#   3. the project's virtualenv (.venv) with ReFrame, foamlib, pytest and this project.
+# Exits non-zero with one line "setup: <cause> -- <fix>" when it cannot proceed.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cache=${TOPOFOAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/topofoam}
+venv=${TOPOFOAM_VENV:-$repo/.venv}
+
+packages=(
+    openfoam openfoam-examples
+    openmpi-bin libopenmpi-dev libucx0 ucx-utils
+    hwloc libhwloc-dev
+    scotch libscotch-dev
+    paraview python3-paraview
+    slurm-wlm slurm-wlm-basic-plugins munge libpmix2
+    build-essential flex bison zlib1g-dev dpkg-dev
+    python3 python3-venv python3-pip
+    iproute2 util-linux procps
+)
+
+die() { echo "setup: $*" >&2; exit 1; }
+say() { echo "setup: $*"; }
+
+check_platform()
+{
+    [ -r /etc/os-release ] || die "cannot read /etc/os-release -- this setup supports Debian 12 and Ubuntu only"
+    . /etc/os-release
+    case " ${ID:-} ${ID_LIKE:-} " in
+        *" debian "*|*" ubuntu "*) ;;
+        *) die "unsupported system '${PRETTY_NAME:-unknown}' -- use a Debian 12 or Ubuntu machine, or a site config with Spack (see README)";;
+    esac
+}
+
+# Prefix for commands that need root: empty as root, "sudo -n" with passwordless sudo.
+as_root=""
+check_root()
+{
+    if [ "$(id -u)" -eq 0 ]; then
+        as_root=""
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        as_root="sudo -n"
+    else
+        die "not root and no passwordless sudo -- run as root (or with sudo), since Debian packages and the Slurm daemons need it"
+    fi
+}
+
+check_space()
+{
+    # ParaView, OpenFOAM and the source builds need about 4 GiB in all.
+    local need_kib=$((4 * 1024 * 1024)) dir
+    mkdir -p "$cache"
+    for dir in / "$cache"; do
+        local avail
+        avail=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
+        if [ "${avail:-0}" -lt "$need_kib" ] && ! packages_installed; then
+            die "only $((avail / 1024)) MiB free on $(df -P "$dir" | awk 'NR == 2 { print $6 }') -- free at least 4 GiB"
+        fi
+    done
+}
+
+missing_packages()
+{
+    local p status
+    for p in "${packages[@]}"; do
+        status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+        [ "$status" = installed ] || echo "$p"
+    done
+}
+
+packages_installed() { [ -z "$(missing_packages)" ]; }
+
+# apt with one retry: a transient dpkg temp-dir failure has been seen on fresh machines.
+apt_retry()
+{
+    $as_root env DEBIAN_FRONTEND=noninteractive "$@" && return 0
+    say "'$*' failed; retrying once in 5 s"
+    sleep 5
+    $as_root env DEBIAN_FRONTEND=noninteractive "$@" \
+        || die "'$*' failed twice -- check the apt output above (network to the Debian mirror, disk space, dpkg lock)"
+}
+
+enable_deb_src()
+{
+    local f=/etc/apt/sources.list.d/debian.sources
+    if [ -f "$f" ]; then
+        grep -q '^Types:.*deb-src' "$f" && return 1
+        say "enabling deb-src in $f"
+        $as_root sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
+        return 0
+    fi
+    # Classic one-line format (Ubuntu, older Debian images).
+    f=/etc/apt/sources.list
+    [ -f "$f" ] || die "no apt sources found -- add a deb-src line for your distribution to /etc/apt/sources.list"
+    grep -q '^deb-src ' "$f" && return 1
+    say "enabling deb-src in $f"
+    $as_root sed -i -n 'p; s/^deb \(.*\)/deb-src \1/p' "$f"
+    return 0
+}
+
+install_packages()
+{
+    local updated=0 missing
+    if enable_deb_src; then
+        apt_retry apt-get update -q
+        updated=1
+    fi
+    missing=$(missing_packages)
+    [ -n "$missing" ] || return 0
+    say "installing Debian packages: $(echo $missing)"
+    [ "$updated" -eq 1 ] || apt_retry apt-get update -q
+    # shellcheck disable=SC2086
+    apt_retry apt-get install -y -q --no-install-recommends $missing
+}
+
+# The OpenFOAM source package, unpacked once into the cache; the builds copy from it.
+fetch_source()
+{
+    local version dest
+    version=$(dpkg-query -W -f='${source:Version}' openfoam)
+    dest="$cache/src/openfoam-$version"
+    if [ -f "$dest/etc/bashrc" ]; then
+        return 0
+    fi
+    say "fetching the OpenFOAM $version source package into $dest"
+    local tmp
+    tmp=$(mktemp -d "$cache/src.XXXXXX")
+    (cd "$tmp" && apt-get source -q "openfoam=$version" >apt-source.log 2>&1) || {
+        tail -n 5 "$tmp/apt-source.log" >&2
+        rm -rf "$tmp"
+        die "'apt-get source openfoam' failed -- check that deb-src is enabled and the mirror is reachable"
+    }
+    local tree
+    tree=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d -name 'openfoam-*' | head -n 1)
+    [ -n "$tree" ] || die "apt-get source produced no openfoam-* tree in $tmp -- remove it and retry"
+    mkdir -p "$cache/src"
+    rm -rf "$dest"
+    mv "$tree" "$dest"
+    rm -rf "$tmp"
+}
+
+make_venv()
+{
+    local stamp="$venv/.topofoam-stamp" want
+    want=$(sha256sum "$repo/pyproject.toml" | cut -c1-16)
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+        return 0
+    fi
+    say "creating the project virtualenv in $venv"
+    # Debian's own Python: the same one python3-paraview is built for.
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -e "$repo[test]" \
+        || die "pip install into $venv failed -- check access to PyPI, then rerun"
+    echo "$want" >"$stamp"
+}
+
+main()
+{
+    check_platform
+    check_root
+    check_space
+    install_packages
+    fetch_source
+    make_venv
+}
+
+main "$@"
