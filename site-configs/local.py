@@ -97,7 +97,8 @@ site_configuration = {
             "features": ["openfoam", "openfoam-v1912", "scotch"],
             "env_vars": [
                 ["WM_PROJECT_DIR", str(openfoam.PROJECT_DIR)],
-                ["FOAM_TUTORIALS", str(openfoam.EXAMPLES)],
+                # The tutorials the checks copy; TOPOFOAM_TUTORIALS points elsewhere.
+                ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", str(openfoam.EXAMPLES))],
                 ["LD_LIBRARY_PATH", f"{openfoam.lib_dir()}:$LD_LIBRARY_PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi"},

@@ -52,18 +52,16 @@ check_root()
     fi
 }
 
+# check_space DIR GIB WHAT: refuse to start work that would fill DIR's file system.
 check_space()
 {
-    # ParaView, OpenFOAM and the source builds need about 4 GiB in all.
-    local need_kib=$((4 * 1024 * 1024)) dir
-    mkdir -p "$cache"
-    for dir in / "$cache"; do
-        local avail
-        avail=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
-        if [ "${avail:-0}" -lt "$need_kib" ] && ! packages_installed; then
-            die "only $((avail / 1024)) MiB free on $(df -P "$dir" | awk 'NR == 2 { print $6 }') -- free at least 4 GiB"
-        fi
-    done
+    local dir=$1 need_gib=$2 what=$3 avail mnt
+    mkdir -p "$dir"
+    avail=$(df -Pk "$dir" | awk 'NR == 2 { print $4 }')
+    mnt=$(df -P "$dir" | awk 'NR == 2 { print $6 }')
+    if [ "${avail:-0}" -lt $((need_gib * 1024 * 1024)) ]; then
+        die "only $((avail / 1024)) MiB free on $mnt, $what needs $need_gib GiB -- free at least $need_gib GiB there${4:+, $4}"
+    fi
 }
 
 missing_packages()
@@ -87,28 +85,39 @@ apt_retry()
         || die "'$*' failed twice -- check the apt output above (network to the Debian mirror, disk space, dpkg lock)"
 }
 
+sources_file()
+{
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        echo /etc/apt/sources.list.d/debian.sources
+    elif [ -f /etc/apt/sources.list ]; then
+        echo /etc/apt/sources.list
+    else
+        die "no apt sources found -- add a deb-src line for your distribution to /etc/apt/sources.list"
+    fi
+}
+
+deb_src_enabled()
+{
+    grep -qE '^(Types:.*deb-src|deb-src )' "$(sources_file)"
+}
+
 enable_deb_src()
 {
-    local f=/etc/apt/sources.list.d/debian.sources
-    if [ -f "$f" ]; then
-        grep -q '^Types:.*deb-src' "$f" && return 1
-        say "enabling deb-src in $f"
-        $as_root sed -i 's/^Types: deb$/Types: deb deb-src/' "$f"
-        return 0
-    fi
-    # Classic one-line format (Ubuntu, older Debian images).
-    f=/etc/apt/sources.list
-    [ -f "$f" ] || die "no apt sources found -- add a deb-src line for your distribution to /etc/apt/sources.list"
-    grep -q '^deb-src ' "$f" && return 1
+    local f
+    f=$(sources_file)
     say "enabling deb-src in $f"
-    $as_root sed -i -n 'p; s/^deb \(.*\)/deb-src \1/p' "$f"
-    return 0
+    case "$f" in
+        *.sources) $as_root sed -i 's/^Types: deb$/Types: deb deb-src/' "$f";;
+        # Classic one-line format (Ubuntu, older Debian images): a deb-src twin per deb line.
+        *) $as_root sed -i -n 'p; s/^deb \(.*\)/deb-src \1/p' "$f";;
+    esac
 }
 
 install_packages()
 {
     local updated=0 missing
-    if enable_deb_src; then
+    if ! deb_src_enabled; then
+        enable_deb_src
         apt_retry apt-get update -q
         updated=1
     fi
@@ -129,6 +138,8 @@ fetch_source()
     if [ -f "$dest/etc/bashrc" ]; then
         return 0
     fi
+    # The source (45 MB), its unpacked tree and the cached builds.
+    check_space "$cache" 2 "the build cache" "or point TOPOFOAM_CACHE at a larger file system"
     say "fetching the OpenFOAM $version source package into $dest"
     local tmp
     tmp=$(mktemp -d "$cache/src.XXXXXX")
@@ -164,9 +175,13 @@ make_venv()
 main()
 {
     check_platform
-    check_root
-    check_space
-    install_packages
+    # Root only when there is system work to do: a set-up machine serves non-root users too.
+    if ! packages_installed || ! deb_src_enabled; then
+        check_root
+        # ParaView, OpenFOAM and their dependencies.
+        check_space / 4 "installing the Debian packages"
+        install_packages
+    fi
     fetch_source
     make_venv
 }

@@ -12,6 +12,7 @@ Slurm looks the controller up through DNS, off the machine.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -109,7 +110,11 @@ class LocalSlurm:
         self.hostname = hostname or socket.gethostname().split(".")[0]
         self.conf = self.root / "slurm.conf"
         self.log_dir = self.root / "log"
-        self.munge_socket = self.root / "munge" / "munge.socket"
+        # munged needs execute permission for all on every folder above its socket; a clone
+        # under a private home (e.g. /root, mode 0700) fails that, so the socket lives in /run.
+        tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:12]
+        self.munge_socket = Path(os.environ.get("TOPOFOAM_MUNGE_DIR", "/run/topofoam-munge"),
+                                 tag, "munge.socket")
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -118,8 +123,10 @@ class LocalSlurm:
         r = self.root
         for sub in ("state", "spool", "log", "tmp", "munge", "pids"):
             (r / sub).mkdir(parents=True, exist_ok=True)
-        # munged refuses a socket folder that others may write to.
-        (r / "munge").chmod(0o755)
+        # munged refuses a socket folder that others may write to or cannot enter.
+        for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o755)
         (r / "plugstack.conf").write_text("# empty: no SPANK plugins for the local cluster\n")
         host = self.hostname
         self.conf.write_text(f"""\
@@ -202,7 +209,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         except (OSError, ValueError, IndexError):
             return None
         cmd = _cmdline(pid)
-        # Ours only if it is the same daemon with our own files (munge socket or slurm.conf).
+        # Ours only if it is the same daemon with our own files (key file or slurm.conf).
         if not cmd or Path(cmd[0]).name != name or not any(str(self.root) in a for a in cmd):
             return None
         return pid
@@ -313,6 +320,10 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
                 _terminate(pid, timeout)
                 stopped.append(name)
             self._pidfile(name).unlink(missing_ok=True)
+        try:
+            self.munge_socket.parent.rmdir()  # ours, and empty once munged has exited
+        except OSError:
+            pass
         return stopped
 
 
@@ -323,23 +334,25 @@ def _terminate(pid: int, timeout: float) -> None:
         return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _cmdline(pid) is None or _is_zombie(pid):
+        if _exited(pid):
             return
         time.sleep(0.1)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    while not _exited(pid):
+        time.sleep(0.1)
 
 
-def _is_zombie(pid: int) -> bool:
-    """True for a process that has exited; reaps it when it is our own child."""
+def _exited(pid: int) -> bool:
+    """True once the process is gone or a zombie; reaps it when it is our own child."""
     try:
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
             return True
     except ChildProcessError:
-        pass
+        pass  # not our child: look at /proc
     try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z")
     except (OSError, IndexError):
         return True

@@ -1,0 +1,183 @@
+"""`./bench` on the local site: run the suite, and start/stop the project's local Slurm.
+
+    ./bench run [--partition cpu|slurm ...] [--tag TAG] [-- REFRAME_ARGS...]
+    ./bench slurm start|stop|status
+
+`run` builds what is missing (cached), starts the local Slurm when a partition needs it (and
+stops it again if it started it), runs ReFrame on each partition in turn with the serial
+execution policy (so runs do not share the cores), and prints where the perflogs and results
+are. Errors are one line, "bench: <cause> -- <fix>", and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from localsite import openfoam, paths
+from localsite.slurm import LocalSlurm, SlurmError
+
+PARTITIONS = ("cpu", "slurm")
+CONFIG = paths.REPO / "site-configs" / "local.py"
+
+
+class UsageError(RuntimeError):
+    """Bad input on the command line; exit code 2."""
+
+
+def _partition_list(values: list[str] | None) -> list[str]:
+    chosen = []
+    for value in values or list(PARTITIONS):
+        for name in value.split(","):
+            if name not in PARTITIONS:
+                raise UsageError(f"unknown partition '{name}' -- choose from "
+                                 f"{', '.join(PARTITIONS)} (site-configs/local.py)")
+            if name not in chosen:
+                chosen.append(name)
+    return chosen
+
+
+def _reframe_command(partition: str, report: Path, tags: list[str], extra: list[str]) -> list[str]:
+    # The reframe script of the interpreter running us (the project's virtualenv).
+    cmd = [str(Path(sys.executable).parent / "reframe"), "-C", str(CONFIG), "-c", str(paths.REPO / "reframe"),
+           "--system", f"local:{partition}", "--exec-policy", "serial",
+           "--report-file", str(report), "-r"]
+    for tag in tags:
+        cmd += ["--tag", tag]
+    return cmd + extra
+
+
+def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
+    """(cases, cases not passed, a line per case not passed) from a ReFrame run report."""
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return 0, 0, [f"ReFrame exited with {exit_code} without writing its run report "
+                      f"(see its output above)"]
+    cases = data["runs"][-1]["testcases"] if data.get("runs") else []
+    lines = []
+    for case in cases:
+        result = case["result"]
+        if result in ("pass", "xfail"):
+            continue
+        if result == "fail_deps":
+            why = "not run: a fixture it needs failed"
+        else:
+            why = f"{result} in {case.get('fail_phase')}: {case.get('fail_reason')}"
+        lines.append(f"{case['display_name']} @{case['partition']}: {why}")
+    return len(cases), len(lines), lines
+
+
+def run(args: argparse.Namespace) -> int:
+    partitions = _partition_list(args.partition)
+    slurm = LocalSlurm()
+    if "slurm" in partitions and os.geteuid() != 0:
+        raise UsageError("partition 'slurm' needs root (the local Slurm daemons run as root) "
+                         "-- rerun as root, or choose '--partition cpu'")
+    try:
+        lib = openfoam.ensure_built()
+    except openfoam.BuildError as e:
+        raise SystemExit(f"bench: {e}") from None
+    print(f"bench: OpenFOAM libraries: {lib}")
+
+    results = paths.results_dir()
+    reports = results / "reframe" / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    started_slurm = False
+    outcome: dict[str, tuple[int, int, list[str], Path]] = {}
+    try:
+        for partition in partitions:
+            env = dict(os.environ)
+            if partition == "slurm":
+                if not slurm.running():
+                    print("bench: starting the local Slurm (munged, slurmctld, slurmd) "
+                          f"under {slurm.root}")
+                    slurm.start()
+                    started_slurm = True
+                env = slurm.client_env(env)
+            report = reports / f"{stamp}-{partition}.json"
+            print(f"bench: ReFrame on local:{partition}", flush=True)
+            done = subprocess.run(
+                _reframe_command(partition, report, args.tag, args.reframe_args),
+                env=env, cwd=paths.REPO)
+            outcome[partition] = (*_summarise(report, done.returncode), report)
+    finally:
+        if started_slurm:
+            slurm.stop()
+            print("bench: stopped the local Slurm it had started")
+
+    failed = 0
+    print("\nbench: summary")
+    for partition, (cases, failures, lines, report) in outcome.items():
+        if cases:
+            print(f"  local:{partition}: {cases - failures}/{cases} test cases passed "
+                  f"(run report {report})")
+        else:
+            print(f"  local:{partition}: no test case ran")
+        for line in lines:
+            print(f"    FAILED {line}")
+        failed += failures or (cases == 0)
+    print(f"  perflogs: {results / 'perflogs' / 'local'}")
+    print(f"  results:  {results}")
+    return 1 if failed else 0
+
+
+def slurm_command(args: argparse.Namespace) -> int:
+    slurm = LocalSlurm()
+    if args.action == "start":
+        slurm.start()
+        print(f"bench: local Slurm is up ({', '.join(f'{k} {v}' for k, v in slurm.running().items())})")
+        print(f"  use it with: export SLURM_CONF={slurm.conf}")
+        print("  stop it with: ./bench slurm stop")
+    elif args.action == "stop":
+        stopped = slurm.stop()
+        print(f"bench: stopped {', '.join(stopped)}" if stopped
+              else "bench: no daemons of ours were running")
+    else:
+        alive = slurm.running()
+        if not alive:
+            print("bench: local Slurm is not running")
+            return 1
+        print(f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
+              f"SLURM_CONF={slurm.conf}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the suite on this machine")
+    r.add_argument("--partition", action="append", metavar="NAME",
+                   help=f"partition(s) to run on: {', '.join(PARTITIONS)} (default: all)")
+    r.add_argument("--tag", action="append", default=[], help="only checks with this tag")
+    r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
+    r.set_defaults(func=run)
+    s = sub.add_parser("slurm", help="the project's local Slurm")
+    s.add_argument("action", choices=("start", "stop", "status"))
+    s.set_defaults(func=slurm_command)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+    except SlurmError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Shared helpers for the tests: everything here runs the real programs on this machine."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+IS_ROOT = os.geteuid() == 0
+
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (Slurm daemons, namespaces)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def as_nobody(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """Run a command as the unprivileged user 'nobody' (needs root to switch)."""
+    setpriv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    env = dict(kwargs.pop("env", os.environ), HOME="/tmp")
+    return subprocess.run(setpriv + cmd, capture_output=True, text=True, env=env, **kwargs)
+
+
+def bench_cli(*args: str, env: dict | None = None, timeout: float = 900,
+              ) -> subprocess.CompletedProcess:
+    """The local CLI (`./bench` minus the setup step, which the session already ran)."""
+    return subprocess.run([PYTHON, "-m", "localsite.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def slurm_ports(monkeypatch):
+    """Free ports for a test's own Slurm, so it never meets another one on this machine."""
+    ports = free_port(), free_port()
+    monkeypatch.setenv("TOPOFOAM_SLURMCTLD_PORT", str(ports[0]))
+    monkeypatch.setenv("TOPOFOAM_SLURMD_PORT", str(ports[1]))
+    return ports
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} not found: run ./bench setup first")
+    return path

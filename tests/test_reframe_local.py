@@ -1,0 +1,90 @@
+"""The main job for real: ./bench run drives ReFrame on the local partitions; check its perflog."""
+
+import csv
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import IS_ROOT, REPO, as_nobody, bench_cli, free_port
+
+PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
+EXPECTED = {"cavity": (100, 400, "icoFoam"), "pitzDaily": (50, 12225, "simpleFoam")}
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"),
+               TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()))
+    done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "fast", env=env)
+    return done, results
+
+
+def read_perflog(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="|"))
+
+
+def test_run_passes_and_says_where_results_are(local_run):
+    done, results = local_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for partition in PARTITIONS:
+        assert re.search(rf"^  local:{partition}: 4/4 test cases passed", done.stdout, re.M)
+    assert f"  perflogs: {results / 'perflogs' / 'local'}" in done.stdout
+
+
+@pytest.mark.parametrize("partition", PARTITIONS)
+def test_perflog_holds_the_solver_log_figures(local_run, partition):
+    """One row per case, every column a loggable parameter, values as the solver printed them."""
+    _, results = local_run
+    rows = read_perflog(results / "perflogs" / "local" / partition / "TutorialRun.log")
+    by_case = {row["case"]: row for row in rows}
+    assert sorted(by_case) == sorted(EXPECTED)
+    for case, (steps, cells, solver) in EXPECTED.items():
+        row = by_case[case]
+        assert (row["result"], row["partition"], row["environ"], row["num_tasks"]) == \
+            ("pass", partition, "openfoam-v1912", "2")
+        assert (int(row["expected_steps"]), int(row["expected_cells"]), row["solver"]) == \
+            (steps, cells, solver)
+        log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
+        exec_times = re.findall(r"^ExecutionTime = (\S+) s\s+ClockTime = (\S+) s", log, re.M)
+        assert len(exec_times) == steps
+        assert float(row["ExecutionTime_value"]) == float(exec_times[-1][0])
+        assert float(row["ClockTime_value"]) == float(exec_times[-1][1])
+        assert row["seconds_per_step_unit"] == "s/step"
+        assert float(row["seconds_per_step_value"]) == pytest.approx(
+            float(exec_times[-1][0]) / steps)
+
+
+def test_slurm_stopped_after_the_run(local_run):
+    _, results = local_run
+    pid_files = list((results / "run" / "slurm" / "pids").glob("*.pid"))
+    assert pid_files == []
+
+
+def test_missing_case_directory(tmp_path):
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_TUTORIALS=str(tmp_path / "no"))
+    done = bench_cli("run", "--partition", "cpu", "--tag", "fast", env=env)
+    assert done.returncode == 1
+    assert (f"pipeline error: case directory {tmp_path}/no/incompressible/icoFoam/cavity/cavity "
+            f"is missing (no system/controlDict) -- install the OpenFOAM tutorials") in done.stdout
+    assert "local:cpu: 0/4 test cases passed" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_unknown_partition():
+    done = bench_cli("run", "--partition", "gpu")
+    assert done.returncode == 2
+    assert done.stderr == ("bench: unknown partition 'gpu' -- choose from cpu, slurm "
+                           "(site-configs/local.py)\n")
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to switch to an unprivileged user")
+def test_slurm_partition_needs_root():
+    done = as_nobody([str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "run",
+                      "--partition", "slurm"], cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("bench: partition 'slurm' needs root (the local Slurm daemons "
+                                   "run as root) -- rerun as root, or choose '--partition cpu'")
