@@ -1,0 +1,5 @@
+import sys
+
+from rankmap.cli import main
+
+sys.exit(main())

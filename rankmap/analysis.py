@@ -1,0 +1,85 @@
+"""How a placement and a schedule load each hardware level (seed 000 Fig. 5 and more)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from rankmap.graph import CommGraph
+from rankmap.mapping import Placement
+from rankmap.schedule import hierarchical, openfoam_tree
+from rankmap.topology import LEVELS
+
+LATENCY_CSV = Path(__file__).with_name("p2p_latency_us.csv")
+
+
+def cost_vector(system: str = "vsc5", size: int = 1000) -> list[float]:
+    """Round-trip time in us per level (seed 000 Table 2); a level a system lacks takes the
+    next faster level's time (on LEC hpc2 a NUMA domain is one NUMA node)."""
+    with open(LATENCY_CSV) as f:
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    for row in rows:
+        if row["system"] == system and int(row["size"]) == size:
+            costs, last = [], 0.0
+            for level in LEVELS:
+                last = float(row[level]) if row[level] else last
+                costs.append(last)
+            return costs
+    systems = sorted({(r["system"], int(r["size"])) for r in rows})
+    raise ValueError(f"no latency row for {system} at {size} bytes in {LATENCY_CSV}; "
+                     f"have {systems}")
+
+
+def analyze(graph: CommGraph, placement: Placement, costs: list[float],
+            seconds: float | None = None) -> dict:
+    u, v, w = graph.edges()
+    level = placement.level_between(u, v)
+    volume = [int(w[level == lv].sum()) for lv in range(len(LEVELS))]
+    total = sum(volume) or 1
+    cross = level == 3
+    inter_node = np.zeros(graph.n, dtype=np.int64)
+    np.add.at(inter_node, u[cross], w[cross])
+    np.add.at(inter_node, v[cross], w[cross])
+    degree = np.diff(graph.xadj)
+    stock, ours = openfoam_tree(placement), hierarchical(placement)
+    return {
+        "placement": placement.name,
+        "ranks": graph.n,
+        "nodes": placement.nodes,
+        "halo_volume": dict(zip(LEVELS, volume)),
+        "halo_share": {lv: vol / total for lv, vol in zip(LEVELS, volume)},
+        "hop_bytes": float(np.dot(volume, costs)),
+        "max_inter_node_volume": int(inter_node.max()) if graph.n else 0,
+        "neighbours": {"min": int(degree.min()), "mean": float(degree.mean()),
+                       "max": int(degree.max())},
+        "tree_edges": {
+            "openfoam": dict(zip(LEVELS, stock.edges_per_level())),
+            "hierarchical": dict(zip(LEVELS, ours.edges_per_level())),
+        },
+        "tree_depth": {"openfoam": stock.depth(), "hierarchical": ours.depth()},
+        "mapping_seconds": seconds,
+    }
+
+
+def table(results: list[dict]) -> str:
+    """A fixed-width table of the analyses, one column per placement."""
+    short = {"intra_numa_node": "intra-NUMA", "inter_numa_node": "inter-NUMA",
+             "inter_numa_domain": "inter-domain", "inter_node": "inter-node"}
+    rows = [("", [r["placement"] for r in results])]
+    for lv in LEVELS:
+        rows.append((f"halo {short[lv]} %", [f"{100 * r['halo_share'][lv]:.1f}" for r in results]))
+    rows.append(("halo inter-node faces", [str(r["halo_volume"]["inter_node"]) for r in results]))
+    rows.append(("max inter-node faces/rank", [str(r["max_inter_node_volume"]) for r in results]))
+    rows.append(("hop-bytes (faces*us)", [f"{r['hop_bytes']:.0f}" for r in results]))
+    for tree in ("openfoam", "hierarchical"):
+        rows.append((f"{tree} tree edges by level",
+                     ["/".join(str(r["tree_edges"][tree][lv]) for lv in LEVELS) for r in results]))
+    rows.append(("mapping time s", [f"{r['mapping_seconds']:.2f}" if r["mapping_seconds"]
+                                    is not None else "-" for r in results]))
+    width = max(len(label) for label, _ in rows)
+    cols = [max(len(row[1][i]) for row in rows) for i in range(len(results))]
+    return "\n".join(label.ljust(width) + "  " +
+                     "  ".join(cell.rjust(c) for cell, c in zip(cells, cols))
+                     for label, cells in rows)

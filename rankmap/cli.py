@@ -1,0 +1,164 @@
+"""python -m rankmap {map,schedule,analyze}: placements, schedules and their analysis.
+
+  map       CASE --topology T --nodes N [--hosts ...|from Slurm] --out DIR
+            rankfile (Open MPI 4 and 5), slurm.hostfile + slurm.cpu_bind, reductionSchedule
+            (for the rankmap placement), reductionSchedule.block (default placement: the
+            "global only" variant), analysis.json
+  schedule  CASE --topology T --nodes N --placement block|cyclic|rankmap --out FILE
+  analyze   CASE --topology T --nodes N [--placement a,b,...] [--json FILE]
+
+CASE is a decomposed OpenFOAM case (processor* folders) or 'grid:NXxNYxNZ' (a structured block
+decomposition, for trying machines without a case). Errors: one line, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rankmap import analysis, graph, mapping, outputs, scheduledict, topology
+from rankmap.errors import InputError
+from rankmap.schedule import hierarchical
+
+
+def load_graph(spec: str) -> graph.CommGraph:
+    m = re.fullmatch(r"grid:(\d+)x(\d+)(?:x(\d+))?", spec)
+    if m:
+        return graph.grid(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
+    path = Path(spec)
+    if not path.is_dir():
+        raise InputError(f"case directory {path} does not exist -- give a decomposed case "
+                         f"or grid:NXxNYxNZ")
+    return graph.from_processor_dirs(path)
+
+
+def slurm_hosts() -> list[str] | None:
+    """Hostnames of the current Slurm allocation, or None outside one."""
+    nodelist = os.environ.get("SLURM_JOB_NODELIST")
+    if not nodelist:
+        return None
+    done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise InputError(f"'scontrol show hostnames {nodelist}' failed: {done.stderr.strip()} "
+                         f"-- give the hosts with --hosts")
+    return done.stdout.split()
+
+
+def hosts_for(args, nodes: int) -> list[str]:
+    hosts = args.hosts.split(",") if args.hosts else slurm_hosts()
+    if hosts is None:
+        raise InputError("no hosts: run inside a Slurm allocation (SLURM_JOB_NODELIST) or give "
+                         "--hosts h1,h2,...")
+    if len(hosts) < nodes:
+        raise InputError(f"{nodes} nodes need {nodes} hosts, got {len(hosts)}: {hosts}")
+    return hosts[:nodes]
+
+
+def _progress(done: int, total: int) -> None:
+    if total >= 32 and (done == total or done % max(total // 10, 1) == 0):
+        print(f"rankmap: mapped {done}/{total} nodes", file=sys.stderr, flush=True)
+
+
+def _place(name, g, machine, nodes, seed):
+    t0 = time.perf_counter()
+    placement = mapping.place(name, g, machine, nodes, seed, progress=_progress)
+    return placement, time.perf_counter() - t0
+
+
+def cmd_map(args) -> int:
+    g, machine = load_graph(args.case), topology.load(args.topology)
+    nodes = args.nodes
+    hosts = hosts_for(args, nodes)
+    placement, seconds = _place("rankmap", g, machine, nodes, args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    outputs.rankfile(placement, hosts, out / "rankfile")
+    outputs.slurm_hostfile(placement, hosts, out / "slurm.hostfile")
+    outputs.slurm_cpu_maps(placement, hosts, out / "slurm.cpu_bind")
+    scheduledict.write(hierarchical(placement), out / "reductionSchedule", "rankmap")
+    default = mapping.block(g, machine, nodes)
+    scheduledict.write(hierarchical(default), out / "reductionSchedule.block", "block")
+    costs = analysis.cost_vector(args.cost_system, args.cost_size)
+    result = [analysis.analyze(g, default, costs), analysis.analyze(g, placement, costs, seconds)]
+    (out / "analysis.json").write_text(json.dumps(result, indent=1))
+    print(f"rankmap: {g.n} ranks on {nodes} x {machine.describe()}")
+    print(analysis.table(result))
+    print(f"rankmap: wrote {out}/rankfile (mpirun -rf, or --map-by rankfile:file=), "
+          f"slurm.hostfile, slurm.cpu_bind, reductionSchedule, reductionSchedule.block, "
+          f"analysis.json")
+    return 0
+
+
+def cmd_schedule(args) -> int:
+    g, machine = load_graph(args.case), topology.load(args.topology)
+    placement, _ = _place(args.placement, g, machine, args.nodes, args.seed)
+    schedule = hierarchical(placement)
+    scheduledict.write(schedule, Path(args.out), args.placement)
+    per_level = "/".join(map(str, schedule.edges_per_level()))
+    print(f"rankmap: wrote {args.out}: {schedule.n} ranks, edges by level "
+          f"(intra-NUMA/inter-NUMA/inter-domain/inter-node) {per_level}, depth {schedule.depth()}")
+    return 0
+
+
+def cmd_analyze(args) -> int:
+    g, machine = load_graph(args.case), topology.load(args.topology)
+    costs = analysis.cost_vector(args.cost_system, args.cost_size)
+    results = []
+    for name in args.placement.split(","):
+        placement, seconds = _place(name, g, machine, args.nodes, args.seed)
+        results.append(analysis.analyze(g, placement, costs, seconds))
+    print(f"rankmap: {g.n} ranks on {args.nodes} x {machine.describe()}; "
+          f"costs us/level {costs}")
+    print(analysis.table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m rankmap", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="verb", required=True)
+
+    def common(sp):
+        sp.add_argument("case", help="decomposed case folder, or grid:NXxNYxNZ")
+        sp.add_argument("--topology", required=True,
+                        help=f"preset ({', '.join(topology.PRESETS)}), 'local', hwloc XML file, "
+                             f"or synthetic description")
+        sp.add_argument("--nodes", type=int, required=True)
+        sp.add_argument("--seed", type=int, default=1, help="SCOTCH random seed")
+        sp.add_argument("--cost-system", default="vsc5", help="latency table row (vsc5, hpc2)")
+        sp.add_argument("--cost-size", type=int, default=1000, help="message size in the table")
+
+    m = sub.add_parser("map", help="rankmap placement + launcher files + schedules")
+    common(m)
+    m.add_argument("--hosts", help="comma-separated hostnames (default: the Slurm allocation)")
+    m.add_argument("--out", required=True, help="output folder")
+    m.set_defaults(func=cmd_map)
+    s = sub.add_parser("schedule", help="hierarchical reduction schedule for a placement")
+    common(s)
+    s.add_argument("--placement", default="rankmap", choices=mapping.PLACEMENTS[:3])
+    s.add_argument("--out", required=True, help="schedule dictionary to write")
+    s.set_defaults(func=cmd_schedule)
+    a = sub.add_parser("analyze", help="communication per hardware level of placements")
+    common(a)
+    a.add_argument("--placement", default="block,cyclic,rankmap",
+                   help=f"comma-separated, from {', '.join(mapping.PLACEMENTS)}")
+    a.add_argument("--json", help="also write the analysis as JSON")
+    a.set_defaults(func=cmd_analyze)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as e:
+        print(f"rankmap: {e}", file=sys.stderr)
+        return 2

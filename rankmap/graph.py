@@ -1,0 +1,143 @@
+"""The communication graph of a decomposed case: a vertex per subdomain, an edge per
+processor patch, weighted by its number of faces (the halo volume of one exchange)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rankmap.errors import InputError
+
+
+@dataclass
+class CommGraph:
+    """Symmetric weighted graph in CSR form (SCOTCH's layout, base 0, 32-bit)."""
+
+    xadj: np.ndarray      # int32, n+1
+    adjncy: np.ndarray    # int32, arcs
+    adjwgt: np.ndarray    # int32, arcs
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.xadj) - 1
+
+    @classmethod
+    def from_arcs(cls, n: int, u, v, w, source: str = "") -> "CommGraph":
+        """From arcs given in both directions (u->v and v->u); duplicates are summed."""
+        u, v, w = (np.asarray(a, dtype=np.int64) for a in (u, v, w))
+        keep = u != v
+        u, v, w = u[keep], v[keep], w[keep]
+        key = u * n + v
+        order = np.argsort(key, kind="stable")
+        key, w = key[order], w[order]
+        uniq, start = np.unique(key, return_index=True)
+        wsum = np.add.reduceat(w, start) if len(w) else w
+        uu, vv = uniq // n, uniq % n
+        xadj = np.zeros(n + 1, dtype=np.int32)
+        np.add.at(xadj, uu + 1, 1)
+        xadj = np.cumsum(xadj, dtype=np.int64).astype(np.int32)
+        return cls(xadj, vv.astype(np.int32), wsum.astype(np.int32), source)
+
+    def arcs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(u, v, w) for every arc, each edge twice."""
+        u = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.xadj))
+        return u, self.adjncy.astype(np.int64), self.adjwgt.astype(np.int64)
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(u, v, w) for every edge once, u < v."""
+        u, v, w = self.arcs()
+        once = u < v
+        return u[once], v[once], w[once]
+
+    def subgraph(self, vertices: np.ndarray) -> "CommGraph":
+        """The graph induced by ``vertices`` (renumbered 0.. in the given order)."""
+        local = np.full(self.n, -1, dtype=np.int64)
+        local[vertices] = np.arange(len(vertices))
+        u, v, w = self.arcs()
+        keep = (local[u] >= 0) & (local[v] >= 0)
+        return CommGraph.from_arcs(len(vertices), local[u[keep]], local[v[keep]], w[keep])
+
+    def check_symmetric(self) -> None:
+        """Each A->B weight must equal B->A; raise naming the first mismatches."""
+        u, v, w = self.arcs()
+        fwd = dict(zip(zip(u.tolist(), v.tolist()), w.tolist()))
+        bad = [(a, b, f, fwd.get((b, a), 0)) for (a, b), f in fwd.items() if fwd.get((b, a)) != f]
+        if bad:
+            shown = "; ".join(f"processor{a}->processor{b}: {f} faces, back: {r}"
+                              for a, b, f, r in bad[:5])
+            raise InputError(f"{self.source}: {len(bad)} asymmetric processor patch(es): {shown} "
+                             f"-- the decomposition is inconsistent: run decomposePar -force again")
+
+
+def from_processor_dirs(case: Path) -> CommGraph:
+    """Read processor*/constant/polyMesh/boundary of a decomposed case."""
+    from foamlib import FoamFile
+
+    case = Path(case)
+    dirs = {int(m.group(1)): p for p in case.glob("processor*")
+            if (m := re.fullmatch(r"processor(\d+)", p.name))}
+    if not dirs:
+        raise InputError(f"{case}: no processor* folders -- decompose the case first "
+                         f"(decomposePar), or give the cell distribution with --cell-dist")
+    n = max(dirs) + 1
+    missing = sorted(set(range(n)) - set(dirs))
+    if missing:
+        raise InputError(f"{case}: processor folders missing: {_ranges(missing)} of 0-{n - 1} "
+                         f"-- the decomposition is partial: run decomposePar -force again")
+    u, v, w = [], [], []
+    for proc in range(n):
+        boundary = dirs[proc] / "constant" / "polyMesh" / "boundary"
+        try:
+            patches = FoamFile(boundary)[None]
+        except FileNotFoundError:
+            raise InputError(f"{boundary} is missing -- the decomposition is partial: "
+                             f"run decomposePar -force again") from None
+        except Exception as e:
+            raise InputError(f"{boundary}: cannot read it ({e}) -- run decomposePar -force "
+                             f"again") from None
+        for name, patch in patches:
+            if not isinstance(patch, dict) or patch.get("type") not in ("processor",
+                                                                        "processorCyclic"):
+                continue
+            nb = patch.get("neighbProcNo")
+            if not isinstance(nb, int) or not 0 <= nb < n or nb == proc:
+                raise InputError(f"{boundary}: patch {name} has neighbProcNo {nb}, not a "
+                                 f"processor in 0-{n - 1} -- run decomposePar -force again")
+            u.append(proc)
+            v.append(nb)
+            w.append(int(patch.get("nFaces", 0)))
+    graph = CommGraph.from_arcs(n, u, v, w, source=str(case))
+    graph.check_symmetric()
+    return graph
+
+
+def grid(nx: int, ny: int, nz: int = 1, faces: tuple[int, int, int] = (64, 64, 64)) -> CommGraph:
+    """The graph of a structured nx*ny*nz block decomposition (benchmarks, tests)."""
+    idx = np.arange(nx * ny * nz).reshape(nz, ny, nx)
+    us, vs, ws = [], [], []
+    for axis, f in zip((2, 1, 0), faces):
+        a = np.take(idx, range(0, idx.shape[axis] - 1), axis=axis).ravel()
+        b = np.take(idx, range(1, idx.shape[axis]), axis=axis).ravel()
+        us += [a, b]
+        vs += [b, a]
+        ws += [np.full(len(a), f), np.full(len(a), f)]
+    n = nx * ny * nz
+    if not us or sum(len(x) for x in us) == 0:
+        return CommGraph.from_arcs(n, [], [], [], source=f"grid {nx}x{ny}x{nz}")
+    return CommGraph.from_arcs(n, np.concatenate(us), np.concatenate(vs), np.concatenate(ws),
+                               source=f"grid {nx}x{ny}x{nz}")
+
+
+def _ranges(values: list[int]) -> str:
+    out, start = [], None
+    for i, x in enumerate(values):
+        if start is None:
+            start = x
+        if i + 1 == len(values) or values[i + 1] != x + 1:
+            out.append(f"{start}" if start == x else f"{start}-{x}")
+            start = None
+    return ", ".join(out[:10]) + (" ..." if len(out) > 10 else "")

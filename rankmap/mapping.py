@@ -1,0 +1,186 @@
+"""Rank placements: which node and core each MPI rank (= OpenFOAM subdomain) runs on.
+
+``hierarchical`` is the method of seed 000 section 4.1: SCOTCH splits the communication graph
+into one part per node (exactly ranks-per-node vertices each), each node part into NUMA domains,
+each domain part into NUMA nodes, minimising the cut at each level; sizes are then made exact.
+Parts are ordered by their lowest rank, so rank 0 lands on the first core of the first node.
+
+``block`` is Open MPI's and Slurm's default (rank k on node k // ppn, cores in order);
+``cyclic`` deals each node's ranks round-robin over its NUMA nodes; ``scotch_tleaf`` is SCOTCH's
+one-shot mapping onto the whole machine, the baseline to beat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankmap import scotch
+from rankmap.balance import enforce_sizes
+from rankmap.errors import InputError
+from rankmap.graph import CommGraph
+from rankmap.topology import Node
+
+PLACEMENTS = ("block", "cyclic", "rankmap", "scotch-tleaf")
+
+
+@dataclass
+class Placement:
+    """node_of[rank], core_of[rank] (core index inside the node) on ``machine``."""
+
+    name: str
+    node_of: np.ndarray
+    core_of: np.ndarray
+    machine: Node
+    nodes: int
+
+    def domain_of(self) -> np.ndarray:
+        return self.machine.domain[self.core_of]
+
+    def numa_of(self) -> np.ndarray:
+        return self.machine.numa[self.core_of]
+
+    def level_between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Hardware level (index into topology.LEVELS) of the path between ranks a and b."""
+        node, dom, numa = self.node_of, self.domain_of(), self.numa_of()
+        return np.where(node[a] != node[b], 3,
+                        np.where(dom[a] != dom[b], 2, np.where(numa[a] != numa[b], 1, 0)))
+
+    def check(self) -> None:
+        """One rank per core, and every node holds the same number of ranks."""
+        slots = self.node_of.astype(np.int64) * self.machine.cores + self.core_of
+        if len(np.unique(slots)) != len(slots):
+            raise AssertionError(f"{self.name}: two ranks share a core")
+        if len(set(np.bincount(self.node_of, minlength=self.nodes).tolist())) != 1:
+            raise AssertionError(f"{self.name}: nodes hold different numbers of ranks")
+
+
+def ranks_per_numa(machine: Node, ppn: int) -> np.ndarray:
+    """Ranks on each NUMA node when ``ppn`` ranks share a node: as even as possible, the
+    remainder dealt over the domains in turn so that domains stay even too."""
+    per_numa = machine.cores // machine.n_numa
+    counts = np.full(machine.n_numa, ppn // machine.n_numa, dtype=np.int64)
+    extra = ppn % machine.n_numa
+    by_domain = [machine.numa_of_domain(d) for d in range(machine.n_domains)]
+    order = [numas[i] for i in range(len(by_domain[0])) for numas in by_domain]
+    counts[order[:extra]] += 1
+    assert counts.max() <= per_numa
+    return counts
+
+
+def slots(machine: Node, ppn: int) -> np.ndarray:
+    """The cores used when ``ppn`` ranks share a node: the first ones of each NUMA node."""
+    counts = ranks_per_numa(machine, ppn)
+    return np.concatenate([machine.numa_cores(n)[:counts[n]] for n in range(machine.n_numa)])
+
+
+def layout(graph: CommGraph, machine: Node, nodes: int) -> int:
+    """Ranks per node for ``graph.n`` ranks on ``nodes`` nodes; raises on impossible requests."""
+    if nodes < 1:
+        raise InputError(f"--nodes must be at least 1, not {nodes}")
+    if graph.n % nodes:
+        raise InputError(f"{graph.n} ranks do not divide onto {nodes} nodes -- choose a node "
+                         f"count that divides {graph.n}, or decompose into a multiple of it")
+    ppn = graph.n // nodes
+    if ppn > machine.cores:
+        raise InputError(f"{graph.n} ranks on {nodes} nodes are {ppn} per node, more than the "
+                         f"{machine.cores} cores of a node ({machine.source}) -- use at least "
+                         f"{-(-graph.n // machine.cores)} nodes")
+    return ppn
+
+
+def block(graph: CommGraph, machine: Node, nodes: int) -> Placement:
+    ppn = layout(graph, machine, nodes)
+    ranks = np.arange(graph.n)
+    return Placement("block", ranks // ppn, slots(machine, ppn)[ranks % ppn], machine, nodes)
+
+
+def cyclic(graph: CommGraph, machine: Node, nodes: int) -> Placement:
+    """Each node's local ranks dealt round-robin over its NUMA nodes (``--map-by numa``)."""
+    ppn = layout(graph, machine, nodes)
+    counts = ranks_per_numa(machine, ppn)
+    order = []  # local rank -> core
+    taken = np.zeros(machine.n_numa, dtype=np.int64)
+    while len(order) < ppn:
+        for n in range(machine.n_numa):
+            if taken[n] < counts[n]:
+                order.append(machine.numa_cores(n)[taken[n]])
+                taken[n] += 1
+    ranks = np.arange(graph.n)
+    return Placement("cyclic", ranks // ppn, np.asarray(order)[ranks % ppn], machine, nodes)
+
+
+def _split(graph: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int) -> list[np.ndarray]:
+    """``vertices`` split into parts of exactly ``sizes``, ordered by their lowest vertex."""
+    if len(sizes) == 1:
+        return [vertices]
+    sub = graph.subgraph(vertices)
+    parts = scotch.map_weighted(sub, sizes, seed=seed)
+    parts = enforce_sizes(sub, parts, sizes)
+    groups = [vertices[parts == p] for p in range(len(sizes))]
+    # Sizes are equal within a level except for a remainder: keep each size with its slot by
+    # ordering parts of equal size among themselves only.
+    order = sorted(range(len(sizes)), key=lambda p: (groups[p].min() if len(groups[p]) else
+                                                     np.iinfo(np.int64).max))
+    slots_by_size: dict[int, list[int]] = {}
+    for slot, size in enumerate(sizes):
+        slots_by_size.setdefault(size, []).append(slot)
+    placed: list[np.ndarray] = [np.empty(0, dtype=vertices.dtype)] * len(sizes)
+    for p in order:
+        slot = slots_by_size[len(groups[p])].pop(0)
+        placed[slot] = np.sort(groups[p])
+    return placed
+
+
+def hierarchical(graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
+                 progress=None) -> Placement:
+    """Seed 000's placement: node, then NUMA domain, then NUMA node, each by SCOTCH."""
+    ppn = layout(graph, machine, nodes)
+    per_numa = ranks_per_numa(machine, ppn)
+    domains = [machine.numa_of_domain(d) for d in range(machine.n_domains)]
+    per_domain = [int(per_numa[numas].sum()) for numas in domains]
+    node_of = np.zeros(graph.n, dtype=np.int64)
+    core_of = np.zeros(graph.n, dtype=np.int64)
+    everything = np.arange(graph.n, dtype=np.int64)
+    for node, ranks in enumerate(_split(graph, everything, [ppn] * nodes, seed)):
+        node_of[ranks] = node
+        for d, dranks in enumerate(_split(graph, ranks, per_domain, seed)):
+            numas = domains[d]
+            for numa, nranks in zip(numas, _split(graph, dranks, [int(per_numa[n]) for n in numas],
+                                                  seed)):
+                core_of[nranks] = machine.numa_cores(numa)[:len(nranks)]
+        if progress:
+            progress(node + 1, nodes)
+    return Placement("rankmap", node_of, core_of, machine, nodes)
+
+
+def scotch_tleaf(graph: CommGraph, machine: Node, nodes: int, seed: int = 1) -> Placement:
+    """SCOTCH's one-shot mapping onto a tleaf of the machine, strict balance (baseline)."""
+    ppn = layout(graph, machine, nodes)
+    if ppn != machine.cores:
+        raise InputError("the scotch-tleaf baseline needs full nodes (ranks per node = cores)")
+    numa_per_domain = machine.n_numa // machine.n_domains
+    cores_per_numa = machine.cores // machine.n_numa
+    # Relative cost of crossing each level, slowest first; a level of fan-out 1 is left out.
+    levels = [(nodes, 100), (machine.n_domains, 40), (numa_per_domain, 10), (cores_per_numa, 1)]
+    levels = [lv for i, lv in enumerate(levels) if lv[0] > 1 or i == 0]
+    leaf = scotch.map_tleaf(graph, [f for f, _ in levels], [c for _, c in levels], seed=seed)
+    # Leaves are numbered node-major in the order of the fanouts: leaf -> (node, core).
+    leaf = enforce_sizes(graph, leaf, [1] * (nodes * machine.cores))
+    core_order = np.lexsort((np.arange(machine.cores), machine.numa, machine.domain))
+    return Placement("scotch-tleaf", leaf // machine.cores,
+                     core_order[leaf % machine.cores], machine, nodes)
+
+
+def place(name: str, graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
+          progress=None) -> Placement:
+    if name == "block":
+        return block(graph, machine, nodes)
+    if name == "cyclic":
+        return cyclic(graph, machine, nodes)
+    if name == "rankmap":
+        return hierarchical(graph, machine, nodes, seed, progress)
+    if name == "scotch-tleaf":
+        return scotch_tleaf(graph, machine, nodes, seed)
+    raise InputError(f"unknown placement '{name}' -- choose from {', '.join(PLACEMENTS)}")

@@ -1,0 +1,143 @@
+"""The real SCOTCH library (libscotch, 32-bit SCOTCH_Num as Debian builds it), through ctypes.
+
+Two calls are used:
+  * ``map_weighted``: SCOTCH_graphMap onto a weighted complete graph (``cmpltw``), i.e. a
+    partition into parts of the given sizes, with the quality and balance strategy flags;
+  * ``map_tleaf``: SCOTCH's one-shot mapping onto a tree-leaf target of the whole machine
+    (the baseline that the hierarchical method is compared against).
+SCOTCH aims at, but does not guarantee, exact part sizes: ``rankmap.balance`` repairs them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from functools import lru_cache
+
+import numpy as np
+
+from rankmap.errors import InputError
+from rankmap.graph import CommGraph
+
+STRATQUALITY = 0x0001
+STRATBALANCE = 0x0004
+
+_Num = ctypes.c_int32
+_NumP = ctypes.POINTER(_Num)
+
+
+class ScotchError(RuntimeError):
+    """SCOTCH returned an error code (its own message went to stderr)."""
+
+
+@lru_cache(maxsize=1)
+def _lib() -> ctypes.CDLL:
+    # libscotcherr provides SCOTCH_errorPrint (print and return, not exit); load it first.
+    for err in ("libscotcherr.so", "libscotcherr-7.0.so"):
+        try:
+            ctypes.CDLL(err, mode=ctypes.RTLD_GLOBAL)
+            break
+        except OSError:
+            continue
+    try:
+        lib = ctypes.CDLL("libscotch.so", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        raise InputError("the SCOTCH library (libscotch.so) is not installed -- install "
+                         "libscotch-dev (Debian; site-configs/local/setup.sh does)") from None
+    if lib.SCOTCH_numSizeof() != 4:
+        raise InputError("this libscotch uses 64-bit SCOTCH_Num; rankmap expects Debian's "
+                         "32-bit build (libscotch-dev)")
+    return lib
+
+
+def _buffer(sizeof) -> ctypes.Array:
+    return (ctypes.c_double * ((sizeof() + 7) // 8))()
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        raise ScotchError(f"SCOTCH {what} failed (code {code})")
+
+
+def _ptr(array: np.ndarray):
+    return array.ctypes.data_as(_NumP)
+
+
+class _Graph:
+    """A SCOTCH_Graph built on our arrays (which must outlive it)."""
+
+    def __init__(self, graph: CommGraph):
+        lib = _lib()
+        self.lib = lib
+        self.arrays = [np.ascontiguousarray(a, dtype=np.int32)
+                       for a in (graph.xadj, graph.adjncy, graph.adjwgt)]
+        xadj, adjncy, adjwgt = self.arrays
+        self.handle = _buffer(lib.SCOTCH_graphSizeof)
+        _check(lib.SCOTCH_graphInit(self.handle), "graphInit")
+        _check(lib.SCOTCH_graphBuild(self.handle, _Num(0), _Num(graph.n), _ptr(xadj), None, None,
+                                     None, _Num(len(adjncy)), _ptr(adjncy), _ptr(adjwgt)),
+               "graphBuild")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lib.SCOTCH_graphExit(self.handle)
+
+
+def _strategy(lib, flags: int, parts: int, imbalance: float):
+    strat = _buffer(lib.SCOTCH_stratSizeof)
+    _check(lib.SCOTCH_stratInit(strat), "stratInit")
+    _check(lib.SCOTCH_stratGraphMapBuild(strat, _Num(flags), _Num(parts),
+                                         ctypes.c_double(imbalance)), "stratGraphMapBuild")
+    return strat
+
+
+def _map(graph: CommGraph, build_arch, parts: int, flags: int, imbalance: float,
+         seed: int) -> np.ndarray:
+    lib = _lib()
+    lib.SCOTCH_randomSeed(_Num(seed))
+    lib.SCOTCH_randomReset()
+    out = np.zeros(graph.n, dtype=np.int32)
+    arch = _buffer(lib.SCOTCH_archSizeof)
+    _check(lib.SCOTCH_archInit(arch), "archInit")
+    strat = _strategy(lib, flags, parts, imbalance)
+    try:
+        build_arch(lib, arch)
+        with _Graph(graph) as g:
+            _check(lib.SCOTCH_graphMap(g.handle, arch, strat, _ptr(out)), "graphMap")
+    finally:
+        lib.SCOTCH_stratExit(strat)
+        lib.SCOTCH_archExit(arch)
+    return out
+
+
+def map_weighted(graph: CommGraph, sizes: list[int], *, quality: bool = True,
+                 imbalance: float = 0.01, seed: int = 1) -> np.ndarray:
+    """Part of each vertex, for parts whose sizes are proportional to ``sizes``."""
+    if len(sizes) == 1:
+        return np.zeros(graph.n, dtype=np.int32)
+    weights = np.asarray(sizes, dtype=np.int32)
+
+    def cmpltw(lib, arch):
+        _check(lib.SCOTCH_archCmpltw(arch, _Num(len(weights)), _ptr(weights)), "archCmpltw")
+
+    flags = STRATBALANCE | (STRATQUALITY if quality else 0)
+    return _map(graph, cmpltw, len(sizes), flags, imbalance, seed)
+
+
+def map_tleaf(graph: CommGraph, fanouts: list[int], link_costs: list[int], *,
+              imbalance: float = 0.0, seed: int = 1) -> np.ndarray:
+    """SCOTCH's one-shot mapping onto a tree-leaf machine; the leaf index of each vertex.
+
+    ``fanouts`` from the top (nodes, domains per node, NUMA nodes per domain, cores per NUMA
+    node) and ``link_costs`` of crossing each level, slowest first.
+    """
+    fan = np.asarray(fanouts, dtype=np.int32)
+    cost = np.asarray(link_costs, dtype=np.int32)
+
+    def tleaf(lib, arch):
+        _check(lib.SCOTCH_archTleaf(arch, _Num(len(fan)), _ptr(fan), _ptr(cost)), "archTleaf")
+
+    flags = STRATBALANCE | STRATQUALITY
+    return _map(graph, tleaf, int(np.prod(fan)), flags, imbalance, seed)
