@@ -109,10 +109,12 @@ def from_xml(text: str, source: str) -> Node:
             raise InputError(f"{source}: core with PU {pus[0]} lies in {len(d)} packages and "
                              f"{len(n)} NUMA nodes -- each core must lie in exactly one of each")
         domain.append(d[0])
-        numa.append(n[0])
+        # A NUMA node spanning packages (AMD NPS0, single-NUMA machines) counts once per
+        # package, so that NUMA nodes nest inside NUMA domains.
+        numa.append((n[0], d[0]))
         pu_os.append(min(pus))
 
-    node = _renumbered(np.array(domain), np.array(numa), np.array(pu_os), source)
+    node = _renumbered(domain, numa, pu_os, source)
     _check_homogeneous(node)
     return node
 
@@ -120,10 +122,10 @@ def from_xml(text: str, source: str) -> Node:
 def _renumbered(domain, numa, pu_os, source) -> Node:
     """Dense logical indexes: domains and NUMA nodes numbered in the order cores meet them."""
     def dense(values):
-        order = {v: i for i, v in enumerate(dict.fromkeys(values.tolist()))}
-        return np.array([order[v] for v in values.tolist()], dtype=np.int64)
+        order = {v: i for i, v in enumerate(dict.fromkeys(values))}
+        return np.array([order[v] for v in values], dtype=np.int64)
 
-    domain, numa = dense(domain), dense(numa)
+    domain, numa = dense(list(domain)), dense(list(numa))
     core_in_domain = np.zeros_like(domain)
     for d in range(domain.max() + 1):
         members = np.flatnonzero(domain == d)
@@ -132,11 +134,7 @@ def _renumbered(domain, numa, pu_os, source) -> Node:
 
 
 def _check_homogeneous(node: Node) -> None:
-    """Every NUMA node inside one domain, and all NUMA nodes and domains of the same size."""
-    for n in range(node.n_numa):
-        if len(set(node.domain[node.numa == n].tolist())) != 1:
-            raise InputError(f"{node.source}: NUMA node {n} spans several packages -- "
-                             f"not a hierarchy rankmap can use")
+    """All NUMA nodes and all domains of the same size (NUMA nodes nest by construction)."""
     per_numa = set(np.bincount(node.numa).tolist())
     per_domain = {len(node.numa_of_domain(d)) for d in range(node.n_domains)}
     if len(per_numa) != 1 or len(per_domain) != 1:
