@@ -7,7 +7,8 @@
   schedule  CASE --topology T --nodes N --placement block|cyclic|rankmap --out FILE
   analyze   CASE --topology T --nodes N [--placement a,b,...] [--json FILE]
 
-CASE is a decomposed OpenFOAM case (processor* folders) or 'grid:NXxNYxNZ' (a structured block
+CASE is a decomposed OpenFOAM case (processor* folders, or for large meshes a cell distribution
+from 'decomposePar -dry-run -cellDist' beside the mesh) or 'grid:NXxNYxNZ' (a structured block
 decomposition, for trying machines without a case). Errors: one line, exit code 2.
 """
 
@@ -35,7 +36,7 @@ def load_graph(spec: str) -> graph.CommGraph:
     if not path.is_dir():
         raise InputError(f"case directory {path} does not exist -- give a decomposed case "
                          f"or grid:NXxNYxNZ")
-    return graph.from_processor_dirs(path)
+    return graph.from_case(path)
 
 
 def slurm_hosts() -> list[str] | None:

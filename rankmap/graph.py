@@ -53,13 +53,27 @@ class CommGraph:
         once = u < v
         return u[once], v[once], w[once]
 
-    def subgraph(self, vertices: np.ndarray) -> "CommGraph":
-        """The graph induced by ``vertices`` (renumbered 0.. in the given order)."""
-        local = np.full(self.n, -1, dtype=np.int64)
-        local[vertices] = np.arange(len(vertices))
+    def split(self, parts: np.ndarray, nparts: int) -> list[tuple[np.ndarray, "CommGraph"]]:
+        """Each part's vertices (ascending) and induced subgraph, in one pass over the arcs."""
+        parts = np.asarray(parts, dtype=np.int64)
+        members = np.argsort(parts, kind="stable")
+        counts = np.bincount(parts, minlength=nparts)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        local = np.empty(self.n, dtype=np.int64)
+        local[members] = np.arange(self.n) - starts[parts[members]]
         u, v, w = self.arcs()
-        keep = (local[u] >= 0) & (local[v] >= 0)
-        return CommGraph.from_arcs(len(vertices), local[u[keep]], local[v[keep]], w[keep])
+        keep = parts[u] == parts[v]
+        u, v, w = u[keep], v[keep], w[keep]
+        order = np.argsort(parts[u], kind="stable")
+        u, v, w = u[order], v[order], w[order]
+        bounds = np.searchsorted(parts[u], np.arange(nparts + 1))
+        pieces = []
+        for p in range(nparts):
+            lo, hi = bounds[p], bounds[p + 1]
+            pieces.append((members[starts[p]:starts[p + 1]],
+                           CommGraph.from_arcs(int(counts[p]), local[u[lo:hi]], local[v[lo:hi]],
+                                               w[lo:hi])))
+        return pieces
 
     def check_symmetric(self) -> None:
         """Each A->B weight must equal B->A; raise naming the first mismatches."""
@@ -113,6 +127,64 @@ def from_processor_dirs(case: Path) -> CommGraph:
     graph = CommGraph.from_arcs(n, u, v, w, source=str(case))
     graph.check_symmetric()
     return graph
+
+
+def from_cell_dist(case: Path) -> CommGraph:
+    """The graph from a cell-to-processor distribution, without processor folders.
+
+    Reads ``constant/cellDecomposition`` (``decomposePar -cellDist``) or ``0/cellDist``
+    (``decomposePar -dry-run -cellDist``), and the mesh's owner/neighbour lists: an internal
+    face between cells on processors p != q is a face of the p-q processor patch. Faces of
+    cyclic patches whose two sides lie on different processors count too (decomposePar makes
+    processorCyclic patches of them).
+    """
+    from foamlib import FoamFieldFile, FoamFile
+
+    case = Path(case)
+    mesh = case / "constant" / "polyMesh"
+    label_list = case / "constant" / "cellDecomposition"
+    field = case / "0" / "cellDist"
+    try:
+        if label_list.is_file():
+            dist = np.asarray(FoamFile(label_list)[None], dtype=np.int64)
+        elif field.is_file():
+            dist = np.rint(np.asarray(FoamFieldFile(field).internal_field)).astype(np.int64)
+        else:
+            raise InputError(f"{case}: no constant/cellDecomposition or 0/cellDist -- write one "
+                             f"with 'decomposePar -dry-run -cellDist'")
+        owner = np.asarray(FoamFile(mesh / "owner")[None], dtype=np.int64)
+        neighbour = np.asarray(FoamFile(mesh / "neighbour")[None], dtype=np.int64)
+        patches = FoamFile(mesh / "boundary")[None]
+    except FileNotFoundError as e:
+        raise InputError(f"{e.filename} is missing -- the case needs its mesh "
+                         f"(constant/polyMesh)") from None
+    if dist.ndim != 1 or len(dist) <= owner.max():
+        raise InputError(f"{case}: the cell distribution has {dist.size} cells, the mesh "
+                         f"{owner.max() + 1} -- write it again for this mesh")
+    n = int(dist.max()) + 1
+    internal = len(neighbour)
+    a, b = dist[owner[:internal]], dist[neighbour]
+    us, vs = [a, b], [b, a]
+    by_name = {name: patch for name, patch in patches if isinstance(patch, dict)}
+    for name, patch in by_name.items():
+        if patch.get("type") != "cyclic" or "neighbourPatch" not in patch:
+            continue
+        other = by_name[patch["neighbourPatch"]]
+        start, size, nb_start = int(patch["startFace"]), int(patch["nFaces"]), int(other["startFace"])
+        us.append(dist[owner[start:start + size]])
+        vs.append(dist[owner[nb_start:nb_start + size]])
+    u, v = np.concatenate(us), np.concatenate(vs)
+    cut = u != v
+    return CommGraph.from_arcs(n, u[cut], v[cut], np.ones(int(cut.sum()), dtype=np.int64),
+                               source=str(case))
+
+
+def from_case(case: Path) -> CommGraph:
+    """From processor folders when there are any, else from a cell distribution."""
+    case = Path(case)
+    if any(case.glob("processor[0-9]*")):
+        return from_processor_dirs(case)
+    return from_cell_dist(case)
 
 
 def grid(nx: int, ny: int, nz: int = 1, faces: tuple[int, int, int] = (64, 64, 64)) -> CommGraph:

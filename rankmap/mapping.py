@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankmap import scotch
+from rankmap import kahip_backend, scotch
 from rankmap.balance import enforce_sizes
 from rankmap.errors import InputError
 from rankmap.graph import CommGraph
 from rankmap.topology import Node
 
 PLACEMENTS = ("block", "cyclic", "rankmap", "scotch-tleaf")
+PARTITIONERS = ("scotch", "kahip")
 
 
 @dataclass
@@ -111,30 +112,41 @@ def cyclic(graph: CommGraph, machine: Node, nodes: int) -> Placement:
     return Placement("cyclic", ranks // ppn, np.asarray(order)[ranks % ppn], machine, nodes)
 
 
-def _split(graph: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int) -> list[np.ndarray]:
-    """``vertices`` split into parts of exactly ``sizes``, ordered by their lowest vertex."""
+def partition(graph: CommGraph, sizes: list[int], seed: int = 1,
+              partitioner: str = "scotch") -> np.ndarray:
+    """Part of each vertex, parts of exactly ``sizes`` vertices, with the least cut we find."""
+    if partitioner == "kahip":
+        parts = kahip_backend.partition(graph, len(sizes), seed=seed)
+    elif partitioner == "scotch":
+        parts = scotch.map_weighted(graph, sizes, seed=seed)
+    else:
+        raise InputError(f"unknown partitioner '{partitioner}' -- choose from "
+                         f"{', '.join(PARTITIONERS)}")
+    return enforce_sizes(graph, parts, sizes)
+
+
+def _split(sub: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int,
+           partitioner: str) -> list[tuple[np.ndarray, CommGraph]]:
+    """``vertices`` (ascending; ``sub`` is their induced graph) split into parts of exactly
+    ``sizes``: each part's vertices and subgraph, ordered by their lowest vertex among parts of
+    the same size (so a remainder part keeps its slot)."""
     if len(sizes) == 1:
-        return [vertices]
-    sub = graph.subgraph(vertices)
-    parts = scotch.map_weighted(sub, sizes, seed=seed)
-    parts = enforce_sizes(sub, parts, sizes)
-    groups = [vertices[parts == p] for p in range(len(sizes))]
-    # Sizes are equal within a level except for a remainder: keep each size with its slot by
-    # ordering parts of equal size among themselves only.
-    order = sorted(range(len(sizes)), key=lambda p: (groups[p].min() if len(groups[p]) else
-                                                     np.iinfo(np.int64).max))
+        return [(vertices, sub)]
+    parts = partition(sub, sizes, seed, partitioner)
+    pieces = [(vertices[local], g) for local, g in sub.split(parts, len(sizes))]
+    order = sorted(range(len(sizes)), key=lambda p: pieces[p][0][0] if len(pieces[p][0]) else
+                   np.iinfo(np.int64).max)
     slots_by_size: dict[int, list[int]] = {}
     for slot, size in enumerate(sizes):
         slots_by_size.setdefault(size, []).append(slot)
-    placed: list[np.ndarray] = [np.empty(0, dtype=vertices.dtype)] * len(sizes)
+    placed: list = [None] * len(sizes)
     for p in order:
-        slot = slots_by_size[len(groups[p])].pop(0)
-        placed[slot] = np.sort(groups[p])
+        placed[slots_by_size[len(pieces[p][0])].pop(0)] = pieces[p]
     return placed
 
 
 def hierarchical(graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
-                 progress=None) -> Placement:
+                 progress=None, partitioner: str = "scotch") -> Placement:
     """Seed 000's placement: node, then NUMA domain, then NUMA node, each by SCOTCH."""
     ppn = layout(graph, machine, nodes)
     per_numa = ranks_per_numa(machine, ppn)
@@ -143,12 +155,15 @@ def hierarchical(graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
     node_of = np.zeros(graph.n, dtype=np.int64)
     core_of = np.zeros(graph.n, dtype=np.int64)
     everything = np.arange(graph.n, dtype=np.int64)
-    for node, ranks in enumerate(_split(graph, everything, [ppn] * nodes, seed)):
+    for node, (ranks, node_graph) in enumerate(_split(graph, everything, [ppn] * nodes, seed,
+                                                     partitioner)):
         node_of[ranks] = node
-        for d, dranks in enumerate(_split(graph, ranks, per_domain, seed)):
+        for d, (dranks, domain_graph) in enumerate(_split(node_graph, ranks, per_domain, seed,
+                                                          partitioner)):
             numas = domains[d]
-            for numa, nranks in zip(numas, _split(graph, dranks, [int(per_numa[n]) for n in numas],
-                                                  seed)):
+            sizes = [int(per_numa[n]) for n in numas]
+            for numa, (nranks, _) in zip(numas, _split(domain_graph, dranks, sizes, seed,
+                                                       partitioner)):
                 core_of[nranks] = machine.numa_cores(numa)[:len(nranks)]
         if progress:
             progress(node + 1, nodes)
@@ -156,31 +171,33 @@ def hierarchical(graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
 
 
 def scotch_tleaf(graph: CommGraph, machine: Node, nodes: int, seed: int = 1) -> Placement:
-    """SCOTCH's one-shot mapping onto a tleaf of the machine, strict balance (baseline)."""
+    """SCOTCH's one-shot mapping onto a tleaf of the used cores, strict balance (baseline)."""
     ppn = layout(graph, machine, nodes)
-    if ppn != machine.cores:
-        raise InputError("the scotch-tleaf baseline needs full nodes (ranks per node = cores)")
+    per_numa = ranks_per_numa(machine, ppn)
+    if len(set(per_numa.tolist())) != 1:
+        raise InputError(f"the scotch-tleaf baseline needs the same number of ranks on every "
+                         f"NUMA node ({ppn} ranks over {machine.n_numa} NUMA nodes)")
     numa_per_domain = machine.n_numa // machine.n_domains
-    cores_per_numa = machine.cores // machine.n_numa
     # Relative cost of crossing each level, slowest first; a level of fan-out 1 is left out.
-    levels = [(nodes, 100), (machine.n_domains, 40), (numa_per_domain, 10), (cores_per_numa, 1)]
+    levels = [(nodes, 100), (machine.n_domains, 40), (numa_per_domain, 10),
+              (int(per_numa[0]), 1)]
     levels = [lv for i, lv in enumerate(levels) if lv[0] > 1 or i == 0]
     leaf = scotch.map_tleaf(graph, [f for f, _ in levels], [c for _, c in levels], seed=seed)
-    # Leaves are numbered node-major in the order of the fanouts: leaf -> (node, core).
-    leaf = enforce_sizes(graph, leaf, [1] * (nodes * machine.cores))
-    core_order = np.lexsort((np.arange(machine.cores), machine.numa, machine.domain))
-    return Placement("scotch-tleaf", leaf // machine.cores,
-                     core_order[leaf % machine.cores], machine, nodes)
+    leaf = enforce_sizes(graph, leaf, [1] * graph.n)
+    # Leaves are numbered node-major in (domain, NUMA node, core) order: leaf -> (node, slot).
+    used = slots(machine, ppn)
+    used = used[np.lexsort((used, machine.numa[used], machine.domain[used]))]
+    return Placement("scotch-tleaf", leaf // ppn, used[leaf % ppn], machine, nodes)
 
 
 def place(name: str, graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
-          progress=None) -> Placement:
+          progress=None, partitioner: str = "scotch") -> Placement:
     if name == "block":
         return block(graph, machine, nodes)
     if name == "cyclic":
         return cyclic(graph, machine, nodes)
     if name == "rankmap":
-        return hierarchical(graph, machine, nodes, seed, progress)
+        return hierarchical(graph, machine, nodes, seed, progress, partitioner)
     if name == "scotch-tleaf":
         return scotch_tleaf(graph, machine, nodes, seed)
     raise InputError(f"unknown placement '{name}' -- choose from {', '.join(PLACEMENTS)}")

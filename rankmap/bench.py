@@ -1,0 +1,189 @@
+"""rankmap's performance and quality figures, printed side by side in one run.
+
+    python -m rankmap.bench [--json FILE] [--quick]
+
+Speed: placement + schedule for 1,280 ranks on 10 VSC-5 nodes and for 131,072 ranks on 1,024
+VSC-5 nodes (3D-grid decomposition graphs), time and peak memory (measured in a child process).
+Quality: real OpenFOAM decompositions (pitzDaily and a 64^3 3D cavity, SCOTCH-decomposed by
+Debian's OpenFOAM into 768 and 1,280 parts; cached) on every preset machine: inter-node halo
+volume and hop-bytes of the default block placement, SCOTCH's one-shot tleaf mapping and
+rankmap, and the node-level cut that KaHIP's strong mode reaches with exact balance (best of
+three seeds). --quick runs the 1,280-rank figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rankmap import analysis, graph, kahip_backend, mapping, topology
+from rankmap.schedule import hierarchical
+
+CASES = {
+    # name: (tutorial path, blockMesh cells to set or None)
+    "pitzDaily": ("incompressible/simpleFoam/pitzDaily", None),
+    "cavity3D": ("incompressible/icoFoam/cavity/cavity", (64, 64, 64)),
+}
+PARTS = (768, 1280)
+COSTS = {"vsc5": ("vsc5", 1000), "hpc2": ("hpc2", 1000), "oci-nps1": ("vsc5", 1000),
+         "oci-nps2": ("vsc5", 1000)}
+
+
+def timed_map(g: graph.CommGraph, machine, nodes: int) -> dict:
+    t0 = time.perf_counter()
+    placement = mapping.hierarchical(g, machine, nodes)
+    t1 = time.perf_counter()
+    schedule = hierarchical(placement)
+    t2 = time.perf_counter()
+    return {"ranks": g.n, "nodes": nodes, "placement_s": t1 - t0, "schedule_s": t2 - t1,
+            "total_s": t2 - t0, "inter_node_edges": schedule.edges_per_level()[3]}
+
+
+def speed_large() -> dict:
+    """131,072 ranks on 1,024 VSC-5 nodes, in a child process so its peak memory is its own."""
+    code = ("import json, resource; from rankmap import bench, graph, topology; "
+            "r = bench.timed_map(graph.grid(64, 64, 32), topology.load('vsc5'), 1024); "
+            "r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
+            "print(json.dumps(r))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the 131,072-rank run failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def decomposition(case: str, parts: int, cache: Path) -> Path:
+    """A case meshed and SCOTCH-decomposed (cell distribution only), cached by its inputs."""
+    from foamlib import FoamFile
+    from localsite import openfoam
+
+    dest = cache / f"{case}-{parts}"
+    if (dest / "0" / "cellDist").exists():
+        return dest
+    tutorial, cells = CASES[case]
+    tmp = cache / f".{case}-{parts}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(openfoam.EXAMPLES / tutorial, tmp)
+    if cells:
+        mesh = FoamFile(tmp / "system" / "blockMeshDict")
+        blocks = list(mesh["blocks"])
+        blocks[2] = list(cells)
+        mesh["blocks"] = blocks
+    decompose = FoamFile(tmp / "system" / "decomposeParDict")
+    decompose["numberOfSubdomains"] = parts
+    decompose["method"] = "scotch"
+    env = dict(os.environ, WM_PROJECT_DIR=str(openfoam.PROJECT_DIR),
+               LD_LIBRARY_PATH=f"{openfoam.ensure_built()}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    for cmd in (["blockMesh"], ["decomposePar", "-dry-run", "-cellDist"]):
+        done = subprocess.run(cmd + ["-case", str(tmp)], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed for {case}:\n{done.stdout[-1500:]}")
+    tmp.rename(dest)
+    return dest
+
+
+def node_count(parts: int, machine) -> int | None:
+    """Fewest nodes that take ``parts`` ranks with the same count on every NUMA node."""
+    for nodes in range(-(-parts // machine.cores), parts + 1):
+        if parts % nodes == 0 and (parts // nodes) % machine.n_numa == 0:
+            return nodes
+    return None
+
+
+def kahip_node_cut(g: graph.CommGraph, nodes: int, seeds=(1, 2, 3)) -> int:
+    u, v, w = g.edges()
+    best = None
+    for seed in seeds:
+        parts = kahip_backend.partition(g, nodes, seed=seed, mode="strong")
+        sizes = np.bincount(parts, minlength=nodes)
+        if sizes.max() != sizes.min():
+            parts = mapping.enforce_sizes(g, parts, [g.n // nodes] * nodes)
+        cut = int(w[parts[u] != parts[v]].sum())
+        best = cut if best is None else min(best, cut)
+    return best
+
+
+def quality(cache: Path) -> list[dict]:
+    rows = []
+    for case in CASES:
+        for parts in PARTS:
+            print(f"bench: preparing {case} with {parts} parts (cached in {cache})",
+                  file=sys.stderr, flush=True)
+            g = graph.from_cell_dist(decomposition(case, parts, cache))
+            for preset in topology.PRESETS:
+                machine = topology.load(preset)
+                nodes = node_count(parts, machine)
+                costs = analysis.cost_vector(*COSTS[preset])
+                row = {"case": case, "parts": parts, "machine": preset, "nodes": nodes,
+                       "ranks_per_node": parts // nodes}
+                for name in ("block", "scotch-tleaf", "rankmap"):
+                    t0 = time.perf_counter()
+                    placement = mapping.place(name, g, machine, nodes)
+                    seconds = time.perf_counter() - t0
+                    placement.check()
+                    a = analysis.analyze(g, placement, costs, seconds)
+                    row[name] = {"inter_node": a["halo_volume"]["inter_node"],
+                                 "hop_bytes": a["hop_bytes"], "seconds": seconds}
+                row["kahip_node_cut"] = kahip_node_cut(g, nodes)
+                rows.append(row)
+                print(f"bench: {case} {parts} on {preset}: done", file=sys.stderr, flush=True)
+    return rows
+
+
+def print_quality(rows: list[dict]) -> None:
+    head = (f"{'case':10} {'parts':>5} {'machine':9} {'nodes':>5}  "
+            f"{'inter-node faces: block':>23} {'tleaf':>7} {'rankmap':>7} {'KaHIP':>7} "
+            f"{'vs KaHIP':>8}   {'hop-bytes: block':>16} {'tleaf':>9} {'rankmap':>9}  ok")
+    print(head)
+    for r in rows:
+        ours = r["rankmap"]
+        vs_kahip = ours["inter_node"] / r["kahip_node_cut"] - 1 if r["kahip_node_cut"] else 0.0
+        ok = (ours["inter_node"] <= min(r["block"]["inter_node"], r["scotch-tleaf"]["inter_node"])
+              and ours["hop_bytes"] <= min(r["block"]["hop_bytes"],
+                                           r["scotch-tleaf"]["hop_bytes"]) and vs_kahip <= 0.05)
+        r["meets_targets"] = ok
+        print(f"{r['case']:10} {r['parts']:5} {r['machine']:9} {r['nodes']:5}  "
+              f"{r['block']['inter_node']:23} {r['scotch-tleaf']['inter_node']:7} "
+              f"{ours['inter_node']:7} {r['kahip_node_cut']:7} {100 * vs_kahip:+7.1f}%   "
+              f"{r['block']['hop_bytes']:16.0f} {r['scotch-tleaf']['hop_bytes']:9.0f} "
+              f"{ours['hop_bytes']:9.0f}  {'yes' if ok else 'NO'}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rankmap.bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", help="also write the figures as JSON")
+    p.add_argument("--quick", action="store_true", help="only the 1,280-rank timing")
+    args = p.parse_args(argv)
+
+    from localsite import paths
+    cache = paths.cache_dir() / "rankmap-bench"
+    cache.mkdir(parents=True, exist_ok=True)
+    out: dict = {}
+    small = timed_map(graph.grid(16, 16, 5), topology.load("vsc5"), 10)
+    out["speed_1280"] = small
+    print(f"speed: 1,280 ranks on 10 VSC-5 nodes: placement {small['placement_s']:.2f} s + "
+          f"schedule {small['schedule_s']:.2f} s = {small['total_s']:.2f} s (target <= 1 s)")
+    if not args.quick:
+        large = speed_large()
+        out["speed_131072"] = large
+        print(f"speed: 131,072 ranks on 1,024 VSC-5 nodes: placement {large['placement_s']:.1f} s"
+              f" + schedule {large['schedule_s']:.1f} s = {large['total_s']:.1f} s, peak memory "
+              f"{large['peak_rss_mib']:.0f} MiB (targets <= 30 s, <= 4096 MiB)")
+        rows = quality(cache)
+        print_quality(rows)
+        out["quality"] = rows
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
