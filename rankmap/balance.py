@@ -51,3 +51,75 @@ def enforce_sizes(graph: CommGraph, parts: np.ndarray, sizes: list[int]) -> np.n
             count[src] -= 1
             count[dst] += 1
     return parts.astype(np.int32)
+
+
+def cut(graph: CommGraph, parts: np.ndarray) -> int:
+    u, v, w = graph.edges()
+    return int(w[parts[u] != parts[v]].sum())
+
+
+def _best_moves(graph: CommGraph, parts: np.ndarray):
+    """For each boundary vertex, its best other part and the gain of moving there."""
+    u, v, w = graph.arcs()
+    pv = parts[v]
+    n_parts = int(parts.max()) + 1
+    key = u * n_parts + pv
+    uniq, inv = np.unique(key, return_inverse=True)
+    conn = np.bincount(inv, weights=w)
+    cu, cp = uniq // n_parts, uniq % n_parts
+    own = np.zeros(graph.n)
+    same = cp == parts[cu]
+    own[cu[same]] = conn[same]
+    other = ~same
+    cu, cp, gain = cu[other], cp[other], conn[other] - own[cu[other]]
+    # Keep each vertex's best destination.
+    order = np.lexsort((-gain, cu))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = cu[order][1:] != cu[order][:-1]
+    pick = order[first]
+    return cu[pick], cp[pick], gain[pick]
+
+
+def refine(graph: CommGraph, parts: np.ndarray, passes: int = 4) -> np.ndarray:
+    """Swap pairs of boundary vertices between two parts while that lowers the cut.
+
+    Swaps keep every part's size, so exact balance is kept. Each pass pairs, for every two
+    adjacent parts, the vertices that gain most by moving each way, and applies a swap only if
+    its exact gain (recomputed on the current parts) is positive.
+    """
+    parts = parts.astype(np.int64).copy()
+    for _ in range(passes):
+        verts, dests, gains = _best_moves(graph, parts)
+        if len(verts) == 0:
+            break
+        src = parts[verts]
+        by_pair: dict[tuple[int, int], list[tuple[float, int]]] = {}
+        for v, s, d, g in zip(verts.tolist(), src.tolist(), dests.tolist(), gains.tolist()):
+            by_pair.setdefault((s, d), []).append((g, v))
+        moved = set()
+        improved = 0
+        for (a, b), forward in by_pair.items():
+            if a > b or (b, a) not in by_pair:
+                continue
+            backward = sorted(by_pair[(b, a)], reverse=True)
+            for (ga, va), (gb, vb) in zip(sorted(forward, reverse=True), backward):
+                if ga + gb <= 0:
+                    break
+                if va in moved or vb in moved:
+                    continue
+                ca, cb = _connection(graph, va, parts), _connection(graph, vb, parts)
+                w_ab = _edge_weight(graph, va, vb)
+                gain = (ca.get(b, 0) - ca.get(a, 0)) + (cb.get(a, 0) - cb.get(b, 0)) - 2 * w_ab
+                if gain > 0:
+                    parts[va], parts[vb] = b, a
+                    moved.update((va, vb))
+                    improved += gain
+        if improved == 0:
+            break
+    return parts.astype(np.int32)
+
+
+def _edge_weight(graph: CommGraph, a: int, b: int) -> int:
+    lo, hi = graph.xadj[a], graph.xadj[a + 1]
+    hit = np.flatnonzero(graph.adjncy[lo:hi] == b)
+    return int(graph.adjwgt[lo + hit[0]]) if len(hit) else 0

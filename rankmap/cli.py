@@ -67,9 +67,10 @@ def _progress(done: int, total: int) -> None:
         print(f"rankmap: mapped {done}/{total} nodes", file=sys.stderr, flush=True)
 
 
-def _place(name, g, machine, nodes, seed):
+def _place(name, g, machine, nodes, args):
     t0 = time.perf_counter()
-    placement = mapping.place(name, g, machine, nodes, seed, progress=_progress)
+    placement = mapping.place(name, g, machine, nodes, args.seed, progress=_progress,
+                              partitioner=args.partitioner)
     return placement, time.perf_counter() - t0
 
 
@@ -77,7 +78,7 @@ def cmd_map(args) -> int:
     g, machine = load_graph(args.case), topology.load(args.topology)
     nodes = args.nodes
     hosts = hosts_for(args, nodes)
-    placement, seconds = _place("rankmap", g, machine, nodes, args.seed)
+    placement, seconds = _place("rankmap", g, machine, nodes, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     outputs.rankfile(placement, hosts, out / "rankfile")
@@ -99,7 +100,7 @@ def cmd_map(args) -> int:
 
 def cmd_schedule(args) -> int:
     g, machine = load_graph(args.case), topology.load(args.topology)
-    placement, _ = _place(args.placement, g, machine, args.nodes, args.seed)
+    placement, _ = _place(args.placement, g, machine, args.nodes, args)
     schedule = hierarchical(placement)
     scheduledict.write(schedule, Path(args.out), args.placement)
     per_level = "/".join(map(str, schedule.edges_per_level()))
@@ -113,7 +114,7 @@ def cmd_analyze(args) -> int:
     costs = analysis.cost_vector(args.cost_system, args.cost_size)
     results = []
     for name in args.placement.split(","):
-        placement, seconds = _place(name, g, machine, args.nodes, args.seed)
+        placement, seconds = _place(name, g, machine, args.nodes, args)
         results.append(analysis.analyze(g, placement, costs, seconds))
     print(f"rankmap: {g.n} ranks on {args.nodes} x {machine.describe()}; "
           f"costs us/level {costs}")
@@ -133,7 +134,9 @@ def parser() -> argparse.ArgumentParser:
                         help=f"preset ({', '.join(topology.PRESETS)}), 'local', hwloc XML file, "
                              f"or synthetic description")
         sp.add_argument("--nodes", type=int, required=True)
-        sp.add_argument("--seed", type=int, default=1, help="SCOTCH random seed")
+        sp.add_argument("--seed", type=int, default=1, help="partitioner random seed")
+        sp.add_argument("--partitioner", default="scotch", choices=mapping.PARTITIONERS,
+                        help="partitioner for each level of the hierarchy (default scotch)")
         sp.add_argument("--cost-system", default="vsc5", help="latency table row (vsc5, hpc2)")
         sp.add_argument("--cost-size", type=int, default=1000, help="message size in the table")
 

@@ -265,3 +265,54 @@ def test_cli_map_and_errors(cavity3d, tmp_path):
                                              if not k.startswith("SLURM_")})
         assert done.returncode == 2
         assert done.stderr.startswith(message) and "Traceback" not in done.stderr
+
+
+def test_cell_distribution_gives_the_processor_graph(tmp_path):
+    """One decomposePar -cellDist run writes processor folders, constant/cellDecomposition and
+    0/cellDist: all three give the same graph."""
+    case = decomposed_case(tmp_path / "cavity", (10, 10, 10), 12)
+    subprocess.run(["decomposePar", "-case", str(case), "-force", "-cellDist"], env=foam_env(),
+                   check=True, capture_output=True)
+    expected = [a.tolist() for a in graph.from_processor_dirs(case).arcs()]
+    no_folders = tmp_path / "no-folders"
+    shutil.copytree(case, no_folders, ignore=shutil.ignore_patterns("processor*"))
+    assert [a.tolist() for a in graph.from_case(no_folders).arcs()] == expected
+    (no_folders / "constant" / "cellDecomposition").unlink()
+    assert (no_folders / "0" / "cellDist").exists()
+    assert [a.tolist() for a in graph.from_case(no_folders).arcs()] == expected
+
+
+def test_partition_is_exact_and_never_worse_than_contiguous():
+    from rankmap.balance import cut
+    g = graph.grid(12, 10, 3)
+    sizes = [90, 90, 90, 90]
+    contiguous = np.repeat(np.arange(4), sizes)
+    for partitioner in mapping.PARTITIONERS:
+        parts = mapping.partition(g, sizes, partitioner=partitioner)
+        assert np.bincount(parts).tolist() == sizes
+        assert cut(g, parts) <= cut(g, contiguous)
+
+
+def test_kahip_partitioner_places_exactly(cavity3d):
+    g = graph.from_processor_dirs(cavity3d)
+    placement = mapping.hierarchical(g, topology.load(SMALL), 3, partitioner="kahip")
+    placement.check()
+    check_schedule_levels(placement, hierarchical(placement))
+
+
+def test_refine_keeps_sizes_and_lowers_the_cut():
+    from rankmap.balance import cut, refine
+    g = graph.grid(16, 16)
+    rng = np.random.default_rng(3)
+    parts = rng.permutation(np.repeat(np.arange(4), 64))
+    better = refine(g, parts, passes=20)
+    assert np.bincount(better).tolist() == [64] * 4
+    assert cut(g, better) < cut(g, parts)
+
+
+def test_bench_quick_prints_the_timing():
+    done = subprocess.run([PYTHON, "-m", "rankmap.bench", "--quick"], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"speed: 1,280 ranks on 10 VSC-5 nodes: placement \d+\.\d\d s \+ "
+                        r"schedule \d+\.\d\d s = \d+\.\d\d s \(target <= 1 s\)\n", done.stdout)
