@@ -4,6 +4,7 @@ processor patch, weighted by its number of faces (the halo volume of one exchang
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +105,8 @@ def from_processor_dirs(case: Path) -> CommGraph:
                          f"-- the decomposition is partial: run decomposePar -force again")
     u, v, w = [], [], []
     for proc in range(n):
+        if n >= 512 and proc and proc % (n // 10) == 0:
+            print(f"rankmap: read {proc}/{n} processor boundaries", file=sys.stderr, flush=True)
         boundary = dirs[proc] / "constant" / "polyMesh" / "boundary"
         try:
             patches = FoamFile(boundary)[None]
