@@ -97,12 +97,18 @@ def hierarchical(placement: Placement) -> Schedule:
     return Schedule(above, below, level, f"hierarchical ({placement.name} placement)")
 
 
-def openfoam_tree(placement: Placement) -> Schedule:
-    """OpenFOAM's own tree: rank p sends to p with its lowest set bit cleared."""
+def openfoam_tree(placement: Placement, n_procs_simple_sum: int = 16) -> Schedule:
+    """OpenFOAM's own schedule: below ``nProcsSimpleSum`` ranks (OptimisationSwitch, 16 in
+    v1912) every rank sends to rank 0; from there on rank p sends to p with its lowest set
+    bit cleared (UPstream.C)."""
     n = len(placement.node_of)
     above = np.full(n, -1, dtype=np.int64)
     below: list[list[int]] = [[] for _ in range(n)]
-    _binomial(list(range(n)), above, below)
+    if n < n_procs_simple_sum:
+        above[1:] = 0
+        below[0] = list(range(1, n))
+    else:
+        _binomial(list(range(n)), above, below)
     level = np.full(n, -1, dtype=np.int64)
     has = above >= 0
     level[has] = placement.level_between(np.flatnonzero(has), above[has])

@@ -316,3 +316,11 @@ def test_bench_quick_prints_the_timing():
     assert done.returncode == 0, done.stderr
     assert re.fullmatch(r"speed: 1,280 ranks on 10 VSC-5 nodes: placement \d+\.\d\d s \+ "
                         r"schedule \d+\.\d\d s = \d+\.\d\d s \(target <= 1 s\)\n", done.stdout)
+
+
+def test_openfoam_schedule_is_linear_below_nprocssimplesum():
+    placement = mapping.block(graph.grid(12, 1), topology.load(SMALL), 1)
+    stock = openfoam_tree(placement)
+    assert stock.above.tolist() == [-1] + [0] * 11 and stock.depth() == 1
+    # Binomial: the depth is the most set bits of any rank (7 = 0b111, 11 = 0b1011).
+    assert openfoam_tree(placement, n_procs_simple_sum=0).depth() == 3
