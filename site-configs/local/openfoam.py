@@ -39,30 +39,63 @@ def source_tree(version: str | None = None) -> Path:
     return paths.cache_dir() / "src" / f"openfoam-{version or source_version()}"
 
 
-def build_prefix(version: str | None = None) -> Path:
-    """Where the build for the current inputs lives (built or not)."""
+PATCHES = paths.REPO / "patches" / "esi-v1912"
+TARGETS = ("scotch", "patched")
+
+
+def build_prefix(target: str = "scotch", version: str | None = None) -> Path:
+    """Where the build of ``target`` for the current inputs lives (built or not): keyed by the
+    source version, the build script and, for the patched libraries, every patch file."""
     version = version or source_version()
-    digest = hashlib.sha256(version.encode() + b"\0" + BUILD_SCRIPT.read_bytes())
-    return paths.cache_dir() / "openfoam" / f"v{version}-{digest.hexdigest()[:16]}"
+    digest = hashlib.sha256(f"{target}\0{version}\0".encode() + BUILD_SCRIPT.read_bytes())
+    if target == "patched":
+        for patch in sorted(PATCHES.glob("*.patch")):
+            digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
+    return paths.cache_dir() / "openfoam" / f"v{version}-{target}-{digest.hexdigest()[:16]}"
 
 
-def lib_dir() -> Path:
-    """The folder to put first in LD_LIBRARY_PATH (real libscotchDecomp.so)."""
-    return build_prefix() / "lib"
+def lib_dir(target: str = "scotch") -> Path:
+    """The folder to put first in LD_LIBRARY_PATH for ``target``."""
+    return build_prefix(target) / "lib"
 
 
-def is_built() -> bool:
-    return (build_prefix() / ".complete").exists()
+def is_built(target: str = "scotch") -> bool:
+    return (build_prefix(target) / ".complete").exists()
 
 
-def ensure_built() -> Path:
-    """Build the libraries unless the cache has them; returns the lib folder."""
+def ensure_built(target: str = "scotch") -> Path:
+    """Build ``target`` unless the cache has it; returns its lib folder."""
+    if target not in TARGETS:
+        raise BuildError(f"unknown build target '{target}' -- choose from {', '.join(TARGETS)}")
     version = source_version()
-    prefix = build_prefix(version)
+    prefix = build_prefix(target, version)
     if not (prefix / ".complete").exists():
-        print(f"building OpenFOAM libraries into {prefix} (once; cached)", file=sys.stderr)
-        done = subprocess.run(["bash", str(BUILD_SCRIPT), str(source_tree(version)), str(prefix)])
-        if done.returncode != 0:
-            raise BuildError(f"the OpenFOAM build failed (see the lines above) -- "
+        what = ("the real SCOTCH decomposition library" if target == "scotch" else
+                f"libOpenFOAM and libPstream with {PATCHES.relative_to(paths.REPO)} "
+                f"(about 12 min on 2 cores)")
+        print(f"building {what} into {prefix} (once; cached)", file=sys.stderr, flush=True)
+        cmd = ["bash", str(BUILD_SCRIPT), target, str(source_tree(version)), str(prefix)]
+        if target == "patched":
+            cmd.append(str(PATCHES))
+        if subprocess.run(cmd).returncode != 0:
+            raise BuildError(f"the OpenFOAM build ({target}) failed (see the lines above) -- "
                              f"fix the cause and rerun; log: {prefix}.failed.log")
     return prefix / "lib"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m localsite.openfoam {scotch,patched}: build if missing, print the lib folder."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0] not in TARGETS:
+        print(f"usage: python -m localsite.openfoam {{{','.join(TARGETS)}}}", file=sys.stderr)
+        return 2
+    try:
+        print(ensure_built(args[0]))
+    except BuildError as e:
+        print(f"build: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
