@@ -7,8 +7,11 @@ Partitions:
          Present only while that Slurm runs (``./bench slurm start`` or ``./bench run``).
 
 Environments:
-  openfoam-v1912   Debian's stock OpenFOAM v1912, plus the real SCOTCH decomposition library
-                   built from Debian's source (Debian ships a stub; see build-openfoam.sh).
+  openfoam-v1912           Debian's stock OpenFOAM v1912, plus the real SCOTCH decomposition
+                           library built from Debian's source (Debian ships a stub).
+  openfoam-v1912-patched   the same with libOpenFOAM/libPstream built with patches/esi-v1912
+                           first in LD_LIBRARY_PATH (built by the PatchedOpenFOAMBuild fixture,
+                           once, into the cache; see build-openfoam.sh).
 
 Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by hand:
 ``reframe -C site-configs/local.py -c reframe -r``.
@@ -31,9 +34,19 @@ _slurm = LocalSlurm()
 os.environ.setdefault("SLURM_CONF", str(_slurm.conf))
 
 # Open MPI's mpirun refuses root unless told; containers and CI machines often run as root.
+# mca_base_env_list forwards the library path to every rank, on any host. It warns about
+# variables that are not set, so checks append their optional ones; ReFrame writes values
+# unquoted into the job script, hence the quotes around the ';'-separated list.
 _mpi_env = [
     ["OMPI_ALLOW_RUN_AS_ROOT", "1"],
     ["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"],
+    ["OMPI_MCA_mca_base_env_list", '"LD_LIBRARY_PATH;WM_PROJECT_DIR"'],
+]
+
+_foam_env = [
+    ["WM_PROJECT_DIR", str(openfoam.PROJECT_DIR)],
+    # The tutorials the checks copy; TOPOFOAM_TUTORIALS points elsewhere.
+    ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", str(openfoam.EXAMPLES))],
 ]
 
 # ReFrame detects the processor of local partitions by itself; the Slurm node is this same
@@ -46,7 +59,7 @@ _partitions = [
         "descr": "this machine, local scheduler, mpirun",
         "scheduler": "local",
         "launcher": "mpirun",
-        "environs": ["openfoam-v1912"],
+        "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
         "env_vars": _mpi_env,
         "max_jobs": 1,
     },
@@ -59,7 +72,7 @@ if _slurm.running().keys() >= {"munged", "slurmctld", "slurmd"}:
         "scheduler": "squeue",
         "launcher": "srun",
         "access": [f"--partition={LocalSlurm.partition}"],
-        "environs": ["openfoam-v1912"],
+        "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
         "env_vars": _mpi_env + [["SLURM_MPI_TYPE", "pmix"]],
         "processor": _processor,
         "max_jobs": 1,
@@ -95,13 +108,21 @@ site_configuration = {
         {
             "name": "openfoam-v1912",
             "features": ["openfoam", "openfoam-v1912", "scotch"],
-            "env_vars": [
-                ["WM_PROJECT_DIR", str(openfoam.PROJECT_DIR)],
-                # The tutorials the checks copy; TOPOFOAM_TUTORIALS points elsewhere.
-                ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", str(openfoam.EXAMPLES))],
-                ["LD_LIBRARY_PATH", f"{openfoam.lib_dir()}:$LD_LIBRARY_PATH"],
+            "env_vars": _foam_env + [
+                ["LD_LIBRARY_PATH", f"{openfoam.lib_dir('scotch')}:$LD_LIBRARY_PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi"},
+        },
+        {
+            "name": "openfoam-v1912-patched",
+            "features": ["openfoam", "openfoam-v1912", "scotch", "reduction-schedule",
+                         "local-build"],
+            "env_vars": _foam_env + [
+                ["LD_LIBRARY_PATH", f"{openfoam.lib_dir('patched')}:"
+                                    f"{openfoam.lib_dir('scotch')}:$LD_LIBRARY_PATH"],
+            ],
+            "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi",
+                       "build_target": "patched"},
         },
     ],
     "general": [

@@ -88,3 +88,20 @@ def test_slurm_partition_needs_root():
     assert done.returncode == 2
     assert done.stderr.strip() == ("bench: partition 'slurm' needs root (the local Slurm daemons "
                                    "run as root) -- rerun as root, or choose '--partition cpu'")
+
+
+def test_reduction_schedule_check(tmp_path):
+    """The patched environment: build fixture (cached), three variants per case, all pass; the
+    scheduled runs' logs carry the patch's start-up line."""
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path))
+    done = bench_cli("run", "--partition", "cpu", "--tag", "schedule", env=env, timeout=3600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "local:cpu: 9/9 test cases passed" in done.stdout
+    rows = read_perflog(tmp_path / "perflogs" / "local" / "cpu" / "ReductionScheduleRun.log")
+    assert sorted((r["case"], r["variant"], r["result"], r["environ"]) for r in rows) == [
+        (case, variant, "pass", "openfoam-v1912-patched")
+        for case in ("cavity", "pitzDaily") for variant in ("global", "global+sums", "standard")]
+    for row in rows:
+        log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
+        scheduled = re.search(r"^reductionSchedule: \S+ for 2 ranks", log, re.M) is not None
+        assert scheduled == (row["variant"] != "standard")

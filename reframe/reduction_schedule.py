@@ -1,0 +1,68 @@
+"""Reduction schedules in a real solver run (seed 000 section 4.2, patches/esi-v1912).
+
+A tutorial case on 2 ranks with the patched OpenFOAM, three ways:
+  standard      the patched libraries without a schedule (they must behave as stock);
+  global        a rankmap schedule for the default placement, generic reductions along it;
+  global+sums   the same, with scalar sum/min reductions along it too (reductionScheduleSums).
+Sanity: the solver ran as the foundation check requires, and the start-up line of the patch
+reports the schedule for the run's rank count (or, for standard, no schedule at all).
+"""
+
+import sys
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
+
+from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedTutorial
+from topofoam.runs import PreparedCaseRun
+
+
+@rfm.simple_test
+class ReductionScheduleRun(PreparedCaseRun):
+    """A tutorial case with and without a hierarchical reduction schedule."""
+
+    variant = parameter(['standard', 'global', 'global+sums'])
+    build = fixture(PatchedOpenFOAMBuild, scope='environment')
+    prepared = fixture(PreparedTutorial, scope='environment', variables={'num_subdomains': 2})
+    valid_systems = ['*']
+    valid_prog_environs = ['+reduction-schedule']
+    num_tasks = 2
+    time_limit = '10m'
+    tags = {'schedule'}
+
+    @run_after('setup')
+    def describe(self):
+        self.descr = f'{self.case} on 2 ranks, reduction schedule: {self.variant}'
+
+    @run_before('run')
+    def use_schedule(self):
+        if self.variant != 'standard':
+            # The schedule for the default (block) placement on this node: 'global only'.
+            self.prerun_cmds.append(
+                f'{sys.executable} -m rankmap schedule . --topology local --nodes 1 '
+                f'--placement block --out reductionSchedule')
+            self.env_vars['FOAM_REDUCTION_SCHEDULE'] = '$PWD/reductionSchedule'
+            # Every rank needs it: srun exports the environment, Open MPI's mpirun forwards
+            # what mca_base_env_list names (it cannot be mixed with mpirun -x).
+            self.env_vars['OMPI_MCA_mca_base_env_list'] = (
+                '"${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}'
+                'FOAM_REDUCTION_SCHEDULE"')
+        if self.variant == 'global+sums':
+            self.executable_opts += ['-opt-switch', 'reductionScheduleSums=1']
+
+    @sanity_function
+    def assert_schedule_in_use(self):
+        started = r'^reductionSchedule: \S+ for 2 ranks, edges by level'
+        sums = r'^reductionSchedule: scalar sum/min reductions follow the schedule'
+        if self.variant == 'standard':
+            schedule = sn.assert_not_found(r'^reductionSchedule', self.stdout,
+                                           msg='a schedule was loaded without being asked for')
+        else:
+            found = sn.assert_found(started, self.stdout,
+                                    msg='the patched OpenFOAM did not report the schedule')
+            routed = (sn.assert_found(sums, self.stdout, msg='scalar sums did not follow it')
+                      if self.variant == 'global+sums' else
+                      sn.assert_not_found(sums, self.stdout, msg='scalar sums followed it'))
+            schedule = sn.all([found, routed])
+        return sn.all([self.assert_solver_completed(), schedule])
