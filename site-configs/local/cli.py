@@ -2,6 +2,7 @@
 
     ./bench run [--partition cpu|slurm ...] [--tag TAG] [-- REFRAME_ARGS...]
     ./bench slurm start|stop|status
+    ./bench cluster start [--nodes N]|stop|status
 
 `run` builds what is missing (cached), starts the local Slurm when a partition needs it (and
 stops it again if it started it), runs ReFrame on each partition in turn with the serial
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 from localsite import openfoam, paths
+from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
 
 PARTITIONS = ("cpu", "slurm")
@@ -149,6 +151,32 @@ def slurm_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def cluster_command(args: argparse.Namespace) -> int:
+    """The emulated multi-node cluster (site-configs/local/cluster.py)."""
+    if args.action == "start":
+        cluster = EmulatedCluster(args.nodes)
+        cluster.start()
+        print(f"bench: emulated cluster up: {', '.join(cluster.hosts)} on {cluster.subnet}.0/24 "
+              f"(namespaces {', '.join(cluster.netns.values())}, bridge {cluster.bridge})")
+        print(f"  use it with: export SLURM_CONF={cluster.conf}")
+        print("  stop it with: ./bench cluster stop")
+        return 0
+    # stop/status act on whatever the state file records, whatever the node count.
+    cluster = EmulatedCluster(8)
+    if args.action == "stop":
+        removed = cluster.stop()
+        print(f"bench: removed {', '.join(removed)}" if removed
+              else "bench: nothing of the emulated cluster was left")
+        return 0
+    alive = cluster.running()
+    if not alive:
+        print("bench: the emulated cluster is not running")
+        return 1
+    print(f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
+          f"SLURM_CONF={cluster.conf}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -161,6 +189,10 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("slurm", help="the project's local Slurm")
     s.add_argument("action", choices=("start", "stop", "status"))
     s.set_defaults(func=slurm_command)
+    c = sub.add_parser("cluster", help="an emulated multi-node Slurm cluster (network namespaces)")
+    c.add_argument("action", choices=("start", "stop", "status"))
+    c.add_argument("--nodes", type=int, default=2, help="1 to 8 (default 2)")
+    c.set_defaults(func=cluster_command)
     return p
 
 

@@ -70,7 +70,7 @@ def detect_layout() -> NodeLayout:
     )
 
 
-def _port_in_use(port: int) -> bool:
+def port_in_use(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -80,7 +80,7 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
-def _cmdline(pid: int) -> list[str] | None:
+def cmdline_of(pid: int) -> list[str] | None:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -208,7 +208,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
             pid = int(self._pidfile(name).read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        cmd = _cmdline(pid)
+        cmd = cmdline_of(pid)
         # Ours only if it is the same daemon with our own files (key file or slurm.conf).
         if not cmd or Path(cmd[0]).name != name or not any(str(self.root) in a for a in cmd):
             return None
@@ -231,7 +231,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
                 raise SlurmError(f"{tool} not found -- run site-configs/local/setup.sh "
                                  "(packages slurm-wlm, munge)")
         for port, what in ((self.ctld_port, "slurmctld"), (self.slurmd_port, "slurmd")):
-            if _port_in_use(port):
+            if port_in_use(port):
                 raise SlurmError(
                     f"port {port} for {what} is already in use (another Slurm on this machine?) "
                     f"-- stop it, or choose free ports with TOPOFOAM_SLURMCTLD_PORT and "
@@ -317,7 +317,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         for name in reversed(DAEMONS):
             pid = self._read_pid(name)
             if pid is not None:
-                _terminate(pid, timeout)
+                terminate(pid, timeout)
                 stopped.append(name)
             self._pidfile(name).unlink(missing_ok=True)
         try:
@@ -327,7 +327,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         return stopped
 
 
-def _terminate(pid: int, timeout: float) -> None:
+def terminate(pid: int, timeout: float) -> None:
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:

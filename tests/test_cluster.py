@@ -1,0 +1,165 @@
+"""The emulated multi-node cluster: real slurmd per network namespace, real MPI across them."""
+
+import re
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, REPO, decomposed_case, foam_env, free_port, needs_root
+
+from localsite.cluster import EmulatedCluster
+from localsite.slurm import SlurmError
+
+pytestmark = needs_root
+
+HELLO = r"""
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char** argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, sum = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    char host[256];
+    gethostname(host, sizeof host);
+    cpu_set_t set;
+    sched_getaffinity(0, sizeof set, &set);
+    char cpus[512] = "";
+    int k = 0;
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set))
+            k += snprintf(cpus + k, sizeof cpus - k, "%s%d", k ? "," : "", i);
+    printf("rank %d of %d on %s cpus %s sum %d\n", rank, size, host, cpus, sum);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmulatedCluster(3, root=tmp_path_factory.mktemp("emu") / "cluster", port=free_port(),
+                        subnet="10.77.7")
+    c.start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def hello(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hello")
+    (folder / "hello.c").write_text(HELLO)
+    subprocess.run(["mpicc", "-O2", "-o", str(folder / "hello"), str(folder / "hello.c")],
+                   check=True)
+    return folder / "hello"
+
+
+def ranks(output: str) -> dict[int, tuple[str, str]]:
+    """rank: (host, cpus) from the hello lines; also checks the allreduce."""
+    found = {}
+    for m in re.finditer(r"^rank (\d+) of (\d+) on (\S+) cpus (\S+) sum (\d+)$", output, re.M):
+        rank, size, host, cpus, total = m.groups()
+        assert int(total) == int(size) * (int(size) - 1) // 2
+        found[int(rank)] = (host, cpus)
+    return found
+
+
+def test_three_nodes(cluster):
+    assert cluster.node_states() == {"node1": "idle", "node2": "idle", "node3": "idle"}
+    done = subprocess.run(["srun", "-N", "3", "hostname"], env=cluster.client_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert sorted(done.stdout.split()) == ["node1", "node2", "node3"]
+
+
+def test_mpi_ranks_follow_an_arbitrary_hostfile(cluster, hello, tmp_path):
+    order = ["node2", "node1", "node1", "node2"]
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("\n".join(order) + "\n")
+    env = dict(cluster.client_env(), SLURM_HOSTFILE=str(hostfile))
+    done = subprocess.run(["srun", "--distribution=arbitrary", "-n", "4", "--mpi=pmix",
+                           str(hello)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert {r: host for r, (host, _) in ranks(done.stdout).items()} == dict(enumerate(order))
+
+
+def test_mpi_ranks_follow_rankmaps_rankfile_from_the_allocation(cluster, hello, tmp_path):
+    """Inside a 2-node job rankmap reads the allocation's hostnames and writes a rankfile;
+    mpirun places every rank on its host and, the declared layout being the real 2 cores,
+    on its core."""
+    out = tmp_path / "map"
+    script = tmp_path / "job.sh"
+    script.write_text(f"""#!/bin/bash
+{PYTHON} -m rankmap map grid:2x2 --topology 'pack:1 core:2 pu:1' --nodes 2 --out {out}
+mpirun -np 4 -rf {out}/rankfile {hello}
+""")
+    log = tmp_path / "job.out"
+    done = subprocess.run(["sbatch", "--wait", "-N", "2", "--ntasks-per-node=2",
+                           f"--output={log}", str(script)],
+                          env=dict(foam_env(), **cluster.client_env()),
+                          capture_output=True, text=True, timeout=180, cwd=REPO)
+    assert done.returncode == 0, done.stderr + log.read_text()
+    placed = ranks(log.read_text())
+    rankfile = (out / "rankfile").read_text().split("\n")[:-1]
+    assert len(placed) == 4 and len(rankfile) == 4
+    for line in rankfile:
+        rank, host, core = re.fullmatch(r"rank (\d+)=(\S+) slot=0:(\d+)", line).groups()
+        assert placed[int(rank)] == (host, core)
+    assert {host for host, _ in placed.values()} == {"node1", "node2"}
+
+
+def test_openfoam_across_two_nodes(cluster, tmp_path):
+    case = decomposed_case(tmp_path / "cavity", (20, 20, 1), 4)
+    env = dict(foam_env(), **cluster.client_env())
+    done = subprocess.run(["srun", "-N", "2", "--ntasks-per-node=2", "--mpi=pmix", "icoFoam",
+                           "-parallel", "-case", str(case)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    hosts = re.search(r"^Hosts\s*:\s*\n\(\n(.*?)\n\)", done.stdout, re.M | re.S).group(1)
+    assert sorted(hosts.split()) == ["(node1", "(node2", "2)", "2)"]
+    assert re.search(r"^End\s*$", done.stdout, re.M)
+
+
+def leftovers(c: EmulatedCluster) -> tuple[list, list, dict]:
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    ours = [ns for ns in c.netns.values() if ns in netns]
+    our_links = [ln for ln in [c.bridge, *c.veth.values()] if f" {ln}" in links]
+    return ours, our_links, c.running()
+
+
+def test_stop_leaves_nothing_and_start_cleans_a_crashed_run(tmp_path):
+    root = tmp_path / "c2"
+    port = free_port()
+    first = EmulatedCluster(2, root=root, port=port, subnet="10.77.8")
+    first.start()
+    pids = first.running()
+    # A crashed run: its object is gone, its daemons, namespaces and bridge are not.
+    second = EmulatedCluster(2, root=root, port=port, subnet="10.77.8")
+    second.start()
+    try:
+        assert not set(pids.values()) & set(second.running().values())
+        assert len(second.running()) == 4
+    finally:
+        second.stop()
+    assert leftovers(second) == ([], [], {})
+    for pid in pids.values():
+        assert not Path(f"/proc/{pid}").exists() or \
+            Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+
+
+def test_port_taken_is_refused(tmp_path):
+    with socket.socket() as taken:
+        port = free_port()
+        taken.bind(("0.0.0.0", port))
+        taken.listen()
+        c = EmulatedCluster(2, root=tmp_path / "c3", port=port)
+        with pytest.raises(SlurmError, match=rf"port {port} is already in use .* -- stop it"):
+            c.start()
+        assert leftovers(c) == ([], [], {})
