@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -62,7 +60,6 @@ def speed_large() -> dict:
 
 def decomposition(case: str, parts: int, cache: Path) -> Path:
     """A case meshed and SCOTCH-decomposed (cell distribution only), cached by its inputs."""
-    from foamlib import FoamFile
     from localsite import openfoam
 
     dest = cache / f"{case}-{parts}"
@@ -71,21 +68,7 @@ def decomposition(case: str, parts: int, cache: Path) -> Path:
     tutorial, cells = CASES[case]
     tmp = cache / f".{case}-{parts}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(openfoam.EXAMPLES / tutorial, tmp)
-    if cells:
-        mesh = FoamFile(tmp / "system" / "blockMeshDict")
-        blocks = list(mesh["blocks"])
-        blocks[2] = list(cells)
-        mesh["blocks"] = blocks
-    decompose = FoamFile(tmp / "system" / "decomposeParDict")
-    decompose["numberOfSubdomains"] = parts
-    decompose["method"] = "scotch"
-    env = dict(os.environ, WM_PROJECT_DIR=str(openfoam.PROJECT_DIR),
-               LD_LIBRARY_PATH=f"{openfoam.ensure_built()}:{os.environ.get('LD_LIBRARY_PATH', '')}")
-    for cmd in (["blockMesh"], ["decomposePar", "-dry-run", "-cellDist"]):
-        done = subprocess.run(cmd + ["-case", str(tmp)], env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed for {case}:\n{done.stdout[-1500:]}")
+    openfoam.decompose_tutorial(tutorial, tmp, parts, cells=cells, cell_dist_only=True)
     tmp.rename(dest)
     return dest
 

@@ -46,33 +46,17 @@ def slurm_ports(monkeypatch):
 
 
 def foam_env() -> dict:
-    """Environment to run Debian's OpenFOAM with the real SCOTCH library (built if missing)."""
+    """Environment to run Debian's OpenFOAM (real SCOTCH) and mpirun as root."""
     from localsite import openfoam
-    lib = openfoam.ensure_built()
-    return dict(os.environ, WM_PROJECT_DIR=str(openfoam.PROJECT_DIR),
-                LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}",
-                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return dict(openfoam.run_env(), OMPI_ALLOW_RUN_AS_ROOT="1",
+                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def decomposed_case(dest: Path, cells: tuple[int, int, int], parts: int) -> Path:
     """The cavity tutorial with ``cells`` blocks, decomposed by SCOTCH into ``parts``."""
-    from foamlib import FoamFile
-    from localsite.openfoam import EXAMPLES
-    shutil.copytree(EXAMPLES / "incompressible/icoFoam/cavity/cavity", dest)
-    mesh = FoamFile(dest / "system" / "blockMeshDict")
-    blocks = list(mesh["blocks"])
-    blocks[2] = list(cells)
-    mesh["blocks"] = blocks
-    decompose = FoamFile(dest / "system" / "decomposeParDict")
-    decompose["numberOfSubdomains"] = parts
-    decompose["method"] = "scotch"
-    env = foam_env()
-    for app in ("blockMesh", "decomposePar"):
-        done = subprocess.run([app, "-case", str(dest)], env=env, capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stdout[-2000:]
-        (dest / f"log.{app}").write_text(done.stdout)
-    return dest
+    from localsite import openfoam
+    return openfoam.decompose_tutorial("incompressible/icoFoam/cavity/cavity", dest, parts,
+                                       cells=cells)
 
 
 def tool(name: str) -> str:

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from localsite import paths
-from localsite.slurm import (NodeLayout, SlurmError, cmdline_of, port_in_use, tail,
-                             terminate)
+from localsite.slurm import (NodeLayout, SlurmError, cmdline_of, common_settings,
+                             port_in_use, tail, terminate)
 
 #: What each emulated node declares: the layout rankmap and the checks see. It may exceed the
 #: real cores; binding is then not applied (TaskPlugin=task/none), and checks say so.
@@ -184,37 +184,10 @@ ClusterName=topofoam-emu
 SlurmctldHost=ctl({self.ctl_addr})
 SlurmctldPort={self.ctld_port}
 SlurmdPort={self.slurmd_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={self.munge_socket}
-StateSaveLocation={r}/state
-SlurmdSpoolDir={r}/spool/%n
 SlurmctldPidFile={r}/log/slurmctld.pid
 SlurmdPidFile={r}/log/slurmd-%n.pid
-SlurmctldLogFile={r}/log/slurmctld.log
-SlurmdLogFile={r}/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-TmpFS={r}/tmp
-PlugStackConfig={r}/plugstack.conf
-ProctrackType=proctrack/linuxproc
 # The declared layout may exceed the real cores: binding is accepted but not applied.
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=pmix
-SwitchType=switch/none
-SchedulerType=sched/backfill
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-ReturnToService=2
-MailProg=/bin/true
-KillWait=5
-MinJobAge=300
-SlurmctldTimeout=30
-SlurmdTimeout=30
+{common_settings(r, self.munge_socket, "task/none")}SlurmdTimeout=30
 {nodes}PartitionName={self.partition} Nodes={','.join(self.hosts)} Default=YES MaxTime=INFINITE State=UP
 """)
 

@@ -8,6 +8,8 @@ second run, another clone and CI reuse it while any change to the inputs rebuild
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +101,39 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def run_env(base: dict | None = None) -> dict:
+    """Environment to run Debian's OpenFOAM with the real SCOTCH library (built if missing)."""
+    env = dict(os.environ if base is None else base)
+    env["WM_PROJECT_DIR"] = str(PROJECT_DIR)
+    env["LD_LIBRARY_PATH"] = f"{ensure_built('scotch')}:{env.get('LD_LIBRARY_PATH', '')}"
+    return env
+
+
+def decompose_tutorial(tutorial: str, dest: Path, parts: int, *, cells=None,
+                       cell_dist_only: bool = False) -> Path:
+    """A tutorial copied to ``dest``, meshed with blockMesh and SCOTCH-decomposed into
+    ``parts`` subdomains; ``cells`` = (nx, ny, nz) resizes a single-block mesh. With
+    ``cell_dist_only`` only the cell distribution is written (``-dry-run -cellDist``)."""
+    from foamlib import FoamFile
+
+    shutil.copytree(EXAMPLES / tutorial, dest)
+    if cells:
+        mesh = FoamFile(dest / "system" / "blockMeshDict")
+        blocks = list(mesh["blocks"])
+        blocks[2] = list(cells)
+        mesh["blocks"] = blocks
+    decompose = FoamFile(dest / "system" / "decomposeParDict")
+    decompose["numberOfSubdomains"] = parts
+    decompose["method"] = "scotch"
+    env = run_env()
+    decompose_args = ["-dry-run", "-cellDist"] if cell_dist_only else ["-force"]
+    for app, args in (("blockMesh", []), ("decomposePar", decompose_args)):
+        done = subprocess.run([app, *args, "-case", str(dest)], env=env, capture_output=True,
+                              text=True)
+        (dest / f"log.{app}").write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise BuildError(f"{app} failed for {dest} -- see {dest / f'log.{app}'}:\n"
+                             f"{done.stdout[-1500:]}")
+    return dest

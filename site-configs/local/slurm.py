@@ -88,6 +88,42 @@ def cmdline_of(pid: int) -> list[str] | None:
     return raw.decode(errors="replace").split("\0")[:-1] or None
 
 
+def common_settings(root: Path, munge_socket: Path, task_plugin: str) -> str:
+    """slurm.conf lines shared by the local node and the emulated cluster: root-run daemons,
+    munge on our own socket, state and logs under ``root`` (per node with %n), no accounting
+    (hence ReFrame's squeue scheduler), PMIx for srun."""
+    r = root
+    return f"""\
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={munge_socket}
+StateSaveLocation={r}/state
+SlurmdSpoolDir={r}/spool/%n
+SlurmctldLogFile={r}/log/slurmctld.log
+SlurmdLogFile={r}/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+TmpFS={r}/tmp
+PlugStackConfig={r}/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin={task_plugin}
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=pmix
+SwitchType=switch/none
+SchedulerType=sched/backfill
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+ReturnToService=2
+MailProg=/bin/true
+KillWait=5
+MinJobAge=300
+SlurmctldTimeout=30
+"""
+
+
 def tail(path: Path, lines: int = 15) -> str:
     """The last lines of a log file, for error messages."""
     try:
@@ -135,36 +171,9 @@ ClusterName=topofoam
 SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={self.ctld_port}
 SlurmdPort={self.slurmd_port}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket={self.munge_socket}
-StateSaveLocation={r}/state
-SlurmdSpoolDir={r}/spool/%n
 SlurmctldPidFile={r}/pids/slurmctld.pid.slurm
 SlurmdPidFile={r}/pids/slurmd-%n.pid.slurm
-SlurmctldLogFile={r}/log/slurmctld.log
-SlurmdLogFile={r}/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-TmpFS={r}/tmp
-PlugStackConfig={r}/plugstack.conf
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/affinity
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-MpiDefault=pmix
-SwitchType=switch/none
-SchedulerType=sched/backfill
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-ReturnToService=2
-MailProg=/bin/true
-KillWait=5
-MinJobAge=300
-SlurmctldTimeout=30
-SlurmdTimeout=60
+{common_settings(r, self.munge_socket, "task/affinity")}SlurmdTimeout=60
 NodeName={host} NodeAddr=127.0.0.1 NodeHostname={host} Sockets={layout.sockets} \
 CoresPerSocket={layout.cores_per_socket} ThreadsPerCore={layout.threads_per_core} \
 RealMemory={layout.memory_mib} State=UNKNOWN
