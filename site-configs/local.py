@@ -5,6 +5,9 @@ Partitions:
   slurm  the project's own single-node Slurm (site-configs/local/slurm.py), jobs through
          ``sbatch``/``squeue`` (no accounting, hence ``squeue``), ranks with ``srun --mpi=pmix``.
          Present only while that Slurm runs (``./bench slurm start`` or ``./bench run``).
+  emu    the emulated multi-node cluster (site-configs/local/cluster.py): nodes are network
+         namespaces of this machine, so timings are emulated and mean nothing; it exists so
+         that multi-node paths run for real. Needs root; present while it runs.
 
 Environments:
   openfoam-v1912           Debian's stock OpenFOAM v1912, plus the real SCOTCH decomposition
@@ -23,6 +26,7 @@ import sys
 from reframe.utility.cpuinfo import cpuinfo
 
 from localsite import openfoam, paths
+from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
 from localsite.slurm import LocalSlurm
 
 _results = paths.results_dir()
@@ -92,6 +96,39 @@ _PERFLOG_NOISE = [
         "num_gpus_per_node", "num_tasks_per_core", "num_tasks_per_socket", "executable_opts",
     )
 ]
+
+_emu = EmulatedCluster()
+if os.geteuid() != 0:
+    print("local.py: partition 'emu' left out: the emulated cluster needs root",
+          file=sys.stderr)
+elif "slurmctld" not in _emu.running():
+    print("local.py: partition 'emu' left out: the emulated cluster is not running "
+          "-- start it with './bench cluster start --nodes 4'", file=sys.stderr)
+else:
+    _lay = DEFAULT_LAYOUT
+    _partitions.append({
+        "name": "emu",
+        "descr": "emulated multi-node cluster (network namespaces; timings are emulated)",
+        "scheduler": "squeue",
+        "launcher": "srun",
+        "access": [f"--partition={EmulatedCluster.partition}"],
+        "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
+        "env_vars": _mpi_env + [["SLURM_MPI_TYPE", "pmix"]]
+                    + [[k, v] for k, v in mpi_env(_emu.subnet).items()],
+        # The declared node, not this machine: what Slurm, rankmap and the checks see.
+        "processor": {"num_cpus": _lay.cpus, "num_cpus_per_core": _lay.threads_per_core,
+                      "num_sockets": _lay.sockets,
+                      "num_cpus_per_socket": _lay.cores_per_socket * _lay.threads_per_core},
+        "features": ["emulated", "multinode"],
+        "extras": {
+            "emulated": True,
+            "topology": (f"pack:{_lay.sockets} core:{_lay.cores_per_socket} "
+                         f"pu:{_lay.threads_per_core}"),
+            # Cores are verifiable only where the declared node is the real one.
+            "declared_is_real": _lay.cpus == _processor.get("num_cpus"),
+        },
+        "max_jobs": 1,
+    })
 
 site_configuration = {
     "systems": [

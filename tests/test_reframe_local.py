@@ -9,7 +9,7 @@ import pytest
 
 from conftest import IS_ROOT, REPO, as_nobody, bench_cli, free_port
 
-PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
+PARTITIONS = ["cpu", "slurm", "emu"] if IS_ROOT else ["cpu"]
 EXPECTED = {"cavity": (100, 400, "icoFoam"), "pitzDaily": (50, 12225, "simpleFoam")}
 
 
@@ -17,7 +17,8 @@ EXPECTED = {"cavity": (100, 400, "icoFoam"), "pitzDaily": (50, 12225, "simpleFoa
 def local_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"),
-               TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()))
+               TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()),
+               TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_EMU_SUBNET="10.77.9")
     done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "fast", env=env)
     return done, results
 
@@ -46,6 +47,7 @@ def test_perflog_holds_the_solver_log_figures(local_run, partition):
         row = by_case[case]
         assert (row["result"], row["partition"], row["environ"], row["num_tasks"]) == \
             ("pass", partition, "openfoam-v1912", "2")
+        assert row["timing"] == ("emulated" if partition == "emu" else "measured")
         assert (int(row["expected_steps"]), int(row["expected_cells"]), row["solver"]) == \
             (steps, cells, solver)
         log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
@@ -62,6 +64,7 @@ def test_slurm_stopped_after_the_run(local_run):
     _, results = local_run
     pid_files = list((results / "run" / "slurm" / "pids").glob("*.pid"))
     assert pid_files == []
+    assert not (results / "run" / "cluster" / "state.json").exists()
 
 
 def test_missing_case_directory(tmp_path):
@@ -77,17 +80,19 @@ def test_missing_case_directory(tmp_path):
 def test_unknown_partition():
     done = bench_cli("run", "--partition", "gpu")
     assert done.returncode == 2
-    assert done.stderr == ("bench: unknown partition 'gpu' -- choose from cpu, slurm "
+    assert done.stderr == ("bench: unknown partition 'gpu' -- choose from cpu, slurm, emu "
                            "(site-configs/local.py)\n")
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root to switch to an unprivileged user")
-def test_slurm_partition_needs_root():
+@pytest.mark.parametrize("partition", ["slurm", "emu"])
+def test_slurm_partitions_need_root(partition):
     done = as_nobody([str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "run",
-                      "--partition", "slurm"], cwd=REPO)
+                      "--partition", partition], cwd=REPO)
     assert done.returncode == 2
-    assert done.stderr.strip() == ("bench: partition 'slurm' needs root (the local Slurm daemons "
-                                   "run as root) -- rerun as root, or choose '--partition cpu'")
+    assert done.stderr.strip() == (f"bench: partition '{partition}' needs root (its Slurm "
+                                   f"daemons run as root) -- rerun as root, or choose "
+                                   f"'--partition cpu'")
 
 
 def test_reduction_schedule_check(tmp_path):
@@ -105,3 +110,28 @@ def test_reduction_schedule_check(tmp_path):
         log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
         scheduled = re.search(r"^reductionSchedule: \S+ for 2 ranks", log, re.M) is not None
         assert scheduled == (row["variant"] != "standard")
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the emulated cluster needs root")
+def test_multinode_check_on_the_emulated_cluster(tmp_path):
+    """1, 2 and 4 nodes x 2 ranks, three variants, srun and mpirun: every rank on the host
+    its mapping gives, timings labelled emulated, cores verified only where they can be."""
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_RUN=str(tmp_path / "run"),
+               TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_EMU_SUBNET="10.77.10")
+    done = bench_cli("run", "--partition", "emu", "--tag", "multinode", env=env, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "local:emu: 22/22 test cases passed" in done.stdout
+    rows = read_perflog(tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log")
+    assert sorted((r["variant"], r["launcher_kind"], r["nodes"]) for r in rows) == sorted(
+        (v, k, n) for v in ("standard", "global", "local+global") for k in ("srun", "mpirun")
+        for n in ("1", "2", "4"))
+    for r in rows:
+        assert (r["result"], r["timing"]) == ("pass", "emulated")
+        verified = r["variant"] == "local+global" and r["launcher_kind"] == "mpirun"
+        assert r["core_binding"] == ("verified" if verified
+                                     else "not verifiable on this partition")
+        log = (Path(r["outputdir"]) / "rfm_job.out").read_text()
+        if r["variant"] != "standard":
+            edges = re.search(r"inter-node edges (\d+)", log).group(1)
+            assert int(edges) == int(r["nodes"]) - 1
+    assert not (tmp_path / "run" / "cluster" / "state.json").exists()

@@ -119,3 +119,14 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
             return sn.assert_true(True)
         return sn.assert_found(r'^/\S+/lib$', self.stdout,
                                msg='the local OpenFOAM build printed no library folder')
+
+
+class PreparedCavityRanks(PreparedTutorial):
+    """The cavity decomposed into 2, 4 or 8 subdomains: 2 ranks on each of 1, 2 or 4 nodes."""
+
+    case = parameter(['cavity'])
+    ranks = parameter([2, 4, 8])
+
+    @run_after('init')
+    def set_subdomains(self):
+        self.num_subdomains = self.ranks

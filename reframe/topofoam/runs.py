@@ -16,6 +16,9 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
 
     case = variable(str, value='', loggable=True)
     solver = variable(str, value='', loggable=True)
+    #: 'emulated' on a partition whose nodes share one machine (extras: emulated): such
+    #: timings mean nothing and are kept out of performance references and comparisons.
+    timing = variable(str, value='measured', loggable=True)
     sourcesdir = None       # the case comes from the fixture, nothing from reframe/src
 
     @run_after('setup')
@@ -27,6 +30,8 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
         self.executable_opts = ['-parallel']
         self.expected_steps = control_steps(self.prepared.case_path())
         self.expected_cells = self.prepared.cells
+        if self.current_partition.extras.get('emulated'):
+            self.timing = 'emulated'
 
     @run_before('run')
     def copy_prepared_case(self):

@@ -24,7 +24,8 @@ from localsite import openfoam, paths
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
 
-PARTITIONS = ("cpu", "slurm")
+PARTITIONS = ("cpu", "slurm", "emu")
+EMU_NODES = 4       # the multi-node check runs on 1, 2 and 4 nodes
 CONFIG = paths.REPO / "site-configs" / "local.py"
 
 
@@ -78,9 +79,10 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
 def run(args: argparse.Namespace) -> int:
     partitions = _partition_list(args.partition)
     slurm = LocalSlurm()
-    if "slurm" in partitions and os.geteuid() != 0:
-        raise UsageError("partition 'slurm' needs root (the local Slurm daemons run as root) "
-                         "-- rerun as root, or choose '--partition cpu'")
+    for needs_root in ("slurm", "emu"):
+        if needs_root in partitions and os.geteuid() != 0:
+            raise UsageError(f"partition '{needs_root}' needs root (its Slurm daemons run as "
+                             f"root) -- rerun as root, or choose '--partition cpu'")
     try:
         lib = openfoam.ensure_built()
     except openfoam.BuildError as e:
@@ -92,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     started_slurm = False
+    cluster = EmulatedCluster(EMU_NODES)
     outcome: dict[str, tuple[int, int, list[str], Path]] = {}
     try:
         for partition in partitions:
@@ -103,6 +106,15 @@ def run(args: argparse.Namespace) -> int:
                     slurm.start()
                     started_slurm = True
                 env = slurm.client_env(env)
+            elif partition == "emu":
+                # Both use Slurm's standard ports: the local node goes before the emulation.
+                if started_slurm:
+                    slurm.stop()
+                    started_slurm = False
+                print(f"bench: starting the emulated cluster ({EMU_NODES} nodes) under "
+                      f"{cluster.root}")
+                cluster.start()
+                env = cluster.client_env(env)
             report = reports / f"{stamp}-{partition}.json"
             print(f"bench: ReFrame on local:{partition}", flush=True)
             done = subprocess.run(
@@ -113,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
         if started_slurm:
             slurm.stop()
             print("bench: stopped the local Slurm it had started")
+        if cluster.running():
+            cluster.stop()
+            print("bench: removed the emulated cluster")
 
     failed = 0
     print("\nbench: summary")
