@@ -44,6 +44,8 @@ class MultiNodeRun(PreparedCaseRun):
     valid_prog_environs = ['+reduction-schedule']
     num_tasks_per_node = RANKS_PER_NODE
     time_limit = '10m'
+    # After a node failure fewer nodes are up: fail clearly instead of pending for ever.
+    max_pending_time = '2m'
     tags = {'multinode'}
 
     @run_after('setup')

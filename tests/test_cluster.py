@@ -163,3 +163,54 @@ def test_port_taken_is_refused(tmp_path):
         with pytest.raises(SlurmError, match=rf"port {port} is already in use .* -- stop it"):
             c.start()
         assert leftovers(c) == ([], [], {})
+
+
+def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
+    """The main job on the emulated cluster; while its 4-node run holds the nodes, node4
+    crashes (every process in its namespace killed, slurmd included). That run fails with the
+    job's final state in the report; the 1- and 2-node runs before it keep their perflog rows."""
+    import json
+    import os
+    import time
+
+    run = tmp_path / "run"
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_RUN=str(run),
+               TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_EMU_SUBNET="10.77.11")
+    # Three runs (1, 2, 4 nodes), each holding its nodes 30 s after the solver.
+    bench = subprocess.Popen(
+        [PYTHON, "-m", "localsite.cli", "run", "--partition", "emu", "--tag", "multinode", "--",
+         "-n", "MultiNodeRun%variant=standard%launcher_kind=srun",
+         "-S", "MultiNodeRun.postrun_cmds=sleep 30"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        conf = run / "cluster" / "slurm.conf"
+        deadline = time.monotonic() + 600
+        killed = None
+        while killed is None and time.monotonic() < deadline and bench.poll() is None:
+            time.sleep(1)
+            if not conf.exists():
+                continue
+            jobs = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%D"], capture_output=True,
+                                  text=True, env=dict(env, SLURM_CONF=str(conf))).stdout.split()
+            if "4" in jobs:
+                time.sleep(3)   # the solver has started on all four nodes
+                netns = json.loads((run / "cluster" / "state.json").read_text())["netns"][3]
+                pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
+                                      text=True).stdout.split()
+                subprocess.run(["kill", "-9", *pids])
+                killed = netns
+        out, _ = bench.communicate(timeout=900)
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+    assert killed, "no 4-node job was seen running"
+    assert bench.returncode == 1, out[-3000:]
+    assert re.search(r"FAILED MultiNodeRun %variant=standard %launcher_kind=srun "
+                     r"%prepared.case=cavity %prepared.ranks=8 @emu: fail in sanity: sanity "
+                     r"error: the batch job was cancelled by Slurm \(JOB \d+ ON node1 CANCELLED "
+                     r"AT \S+ DUE TO NODE FAILURE",
+                     out), out[-3000:]
+    rows = (tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log").read_text()
+    kept = re.findall(r"\|pass\|.*?%prepared.ranks=(\d+)\|", rows)
+    assert sorted(kept) == ["2", "4"]
+    assert not (run / "cluster" / "state.json").exists()

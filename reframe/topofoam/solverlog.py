@@ -12,6 +12,14 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import performance_function, sanity_function, variable
 
+# Final Slurm job states of a run that did not end by itself.
+SLURM_FAILED_STATES = ('NODE_FAIL', 'CANCELLED', 'TIMEOUT', 'FAILED', 'BOOT_FAIL',
+                       'OUT_OF_MEMORY', 'DEADLINE', 'PREEMPTED')
+
+# What slurmstepd writes into a job's stderr when Slurm cancels it (node failure, time
+# limit, scancel): visible whatever ReFrame's scheduler backend learns of the final state.
+_SLURM_CANCELLED = re.compile(r'\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+[^*]*\*\*\*')
+
 # OpenFOAM writes the mesh size into the header of every polyMesh/owner file.
 _OWNER_NOTE = re.compile(rb'nCells:\s*(\d+)')
 
@@ -43,7 +51,17 @@ class OpenFOAMSolverMixin(rfm.RegressionTestPlugin):
         """The solver ended normally, on every rank, after the expected steps on the mesh."""
         log = self.stdout
         steps = sn.count(sn.extractall(r'^Time = \S+', log))
+        state = str(self.job.state or '')
+        try:
+            cancelled = _SLURM_CANCELLED.search(Path(self.stagedir, self.job.stderr).read_text())
+        except OSError:
+            cancelled = None
         return sn.all([
+            sn.assert_false(cancelled, msg='the batch job was cancelled by Slurm ({0})'.format(
+                cancelled.group(0).strip('* ') if cancelled else '')),
+            sn.assert_false(state in SLURM_FAILED_STATES,
+                            msg=f'the batch job ended {state} on {self.job.nodelist}: a node '
+                                f'failed, or the job was cancelled or ran out of time'),
             sn.assert_found(r'^End\s*$', log, msg='the solver did not print End'),
             sn.assert_found(r'^Finalising parallel run', log,
                             msg='no "Finalising parallel run": not a parallel run, or it died'),

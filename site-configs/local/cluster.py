@@ -187,7 +187,8 @@ SlurmdPort={self.slurmd_port}
 SlurmctldPidFile={r}/log/slurmctld.pid
 SlurmdPidFile={r}/log/slurmd-%n.pid
 # The declared layout may exceed the real cores: binding is accepted but not applied.
-{common_settings(r, self.munge_socket, "task/none")}SlurmdTimeout=30
+# A node that stops answering is marked down after 10 s (its jobs then fail: NODE_FAIL).
+{common_settings(r, self.munge_socket, "task/none")}SlurmdTimeout=10
 {nodes}PartitionName={self.partition} Nodes={','.join(self.hosts)} Default=YES MaxTime=INFINITE State=UP
 """)
 
@@ -281,6 +282,10 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
         """Stop our daemons (slurmd first), delete our namespaces, links and bridge."""
         state = self._state()
         alive = self.running()
+        for name, proc in self._procs.items():
+            if name not in alive and proc.poll() is None:
+                alive[name] = proc.pid  # ours, just started: its command line may not show it
+        self._procs.clear()
         order = sorted(alive, key=lambda n: (not n.startswith("slurmd"), n != "slurmctld"))
         for name in order:
             terminate(alive[name], 15.0)

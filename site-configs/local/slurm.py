@@ -91,7 +91,8 @@ def cmdline_of(pid: int) -> list[str] | None:
 def common_settings(root: Path, munge_socket: Path, task_plugin: str) -> str:
     """slurm.conf lines shared by the local node and the emulated cluster: root-run daemons,
     munge on our own socket, state and logs under ``root`` (per node with %n), no accounting
-    (hence ReFrame's squeue scheduler), PMIx for srun."""
+    (hence ReFrame's squeue scheduler), PMIx for srun, and no requeueing: a benchmark run
+    whose node fails is a failed run, not one that silently starts again later."""
     r = root
     return f"""\
 SlurmUser=root
@@ -117,6 +118,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 ReturnToService=2
+JobRequeue=0
 MailProg=/bin/true
 KillWait=5
 MinJobAge=300
@@ -146,6 +148,9 @@ class LocalSlurm:
         self.hostname = hostname or socket.gethostname().split(".")[0]
         self.conf = self.root / "slurm.conf"
         self.log_dir = self.root / "log"
+        # Daemons this object started: their exit is known exactly, without reading /proc
+        # (between fork and exec a child's command line is still Python's).
+        self._procs: dict[str, subprocess.Popen] = {}
         # munged needs execute permission for all on every folder above its socket; a clone
         # under a private home (e.g. /root, mode 0700) fails that, so the socket lives in /run.
         tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:12]
@@ -228,8 +233,13 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, env=self.client_env())
         log.close()
+        self._procs[name] = proc
         self._pidfile(name).write_text(f"{proc.pid}\n")
         return proc.pid
+
+    def _exited(self, name: str) -> bool:
+        proc = self._procs.get(name)
+        return proc.poll() is not None if proc else name not in self.running()
 
     def _check_can_start(self) -> None:
         if os.geteuid() != 0:
@@ -277,12 +287,12 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
     def _wait_for(self, ready, timeout: float, name: str, log: Path) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if name not in self.running():
+            if self._exited(name):
                 break
             if ready():
                 return
             time.sleep(0.2)
-        state = "exited" if name not in self.running() else f"not ready after {timeout:.0f} s"
+        state = "exited" if self._exited(name) else f"not ready after {timeout:.0f} s"
         self.stop()
         raise SlurmError(f"{name} {state} -- see {log}; its last lines:\n{tail(log)}")
 
@@ -305,7 +315,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         deadline = time.monotonic() + timeout
         states: list[str] | None = None
         while time.monotonic() < deadline:
-            missing = [d for d in DAEMONS if d not in self.running()]
+            missing = [d for d in DAEMONS if self._exited(d)]
             if missing:
                 log = self.log_dir / ("slurmd-%s.log" % self.hostname
                                       if missing[0] == "slurmd" else f"{missing[0]}.log")
@@ -325,6 +335,9 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         stopped = []
         for name in reversed(DAEMONS):
             pid = self._read_pid(name)
+            proc = self._procs.pop(name, None)
+            if pid is None and proc is not None and proc.poll() is None:
+                pid = proc.pid  # ours, just started: its command line may not show it yet
             if pid is not None:
                 terminate(pid, timeout)
                 stopped.append(name)
@@ -343,18 +356,18 @@ def terminate(pid: int, timeout: float) -> None:
         return
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if _exited(pid):
+        if _gone(pid):
             return
         time.sleep(0.1)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return
-    while not _exited(pid):
+    while not _gone(pid):
         time.sleep(0.1)
 
 
-def _exited(pid: int) -> bool:
+def _gone(pid: int) -> bool:
     """True once the process is gone or a zombie; reaps it when it is our own child."""
     try:
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
