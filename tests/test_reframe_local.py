@@ -135,3 +135,22 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
             edges = re.search(r"inter-node edges (\d+)", log).group(1)
             assert int(edges) == int(r["nodes"]) - 1
     assert not (tmp_path / "run" / "cluster" / "state.json").exists()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to switch to an unprivileged user")
+def test_default_run_as_another_user(tmp_path):
+    """Not root: only 'cpu' is chosen, saying why; a build cache it cannot read is refused
+    with the folder and the fix, not a traceback."""
+    tmp_path.chmod(0o777)
+    cache = Path.home() / ".cache" / "topofoam"      # root's: not readable by nobody
+    done = as_nobody([str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "run",
+                      "--tag", "fast"], cwd=REPO,
+                     env=dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path / "results"),
+                              TOPOFOAM_CACHE=str(cache)))
+    assert done.returncode == 1
+    assert done.stdout == ("bench: not root: partitions 'slurm' and 'emu' left out (their "
+                           "Slurm daemons run as root); running 'cpu' only\n")
+    assert done.stderr.startswith(f"bench: cannot use the build cache {cache} (Permission "
+                                  f"denied: ")
+    assert done.stderr.rstrip().endswith("-- set TOPOFOAM_CACHE to a folder you can write")
+    assert "Traceback" not in done.stderr

@@ -78,6 +78,10 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     partitions = _partition_list(args.partition)
+    if args.partition is None and os.geteuid() != 0:
+        partitions = ["cpu"]
+        print("bench: not root: partitions 'slurm' and 'emu' left out (their Slurm daemons run "
+              "as root); running 'cpu' only")
     slurm = LocalSlurm()
     for needs_root in ("slurm", "emu"):
         if needs_root in partitions and os.geteuid() != 0:
@@ -87,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         lib = openfoam.ensure_built()
     except openfoam.BuildError as e:
         raise SystemExit(f"bench: {e}") from None
+    except PermissionError as e:
+        raise SystemExit(f"bench: cannot use the build cache {paths.cache_dir()} "
+                         f"({e.strerror}: {e.filename}) -- set TOPOFOAM_CACHE to a folder "
+                         f"you can write") from None
     print(f"bench: OpenFOAM libraries: {lib}")
 
     results = paths.results_dir()
