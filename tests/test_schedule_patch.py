@@ -1,6 +1,6 @@
 """The reduction-schedule patch (patches/esi-v1912) on real MPI ranks.
 
-The patched libOpenFOAM/libPstream are built once into the cache (about 12 min cold on 2 cores;
+The patched libOpenFOAM/libPstream are built once into the cache (12-17 min cold on 2 cores;
 seconds warm). One reduceTest binary, compiled against the stock headers and libraries, runs
 with the stock libraries and with the patched ones plus a rankmap schedule: every reduction must
 give the stock result (exact for integers, 1e-12 relative for floating point).

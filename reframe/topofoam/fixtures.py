@@ -93,7 +93,7 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
 
     An environment whose extras name a ``build_target`` (the local site's
     openfoam-v1912-patched) gets it built from Debian's source into the cache outside the
-    clone: about 12 min the first time, seconds after. Environments that provide a patched
+    clone: 12-17 min the first time on 2 cores, seconds after. Environments that provide a patched
     OpenFOAM themselves (a Spack environment on a cluster) have nothing to build.
     """
 

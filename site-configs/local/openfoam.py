@@ -74,7 +74,7 @@ def ensure_built(target: str = "scotch") -> Path:
     if not (prefix / ".complete").exists():
         what = ("the real SCOTCH decomposition library" if target == "scotch" else
                 f"libOpenFOAM and libPstream with {PATCHES.relative_to(paths.REPO)} "
-                f"(about 12 min on 2 cores)")
+                f"(12-17 min on 2 cores)")
         print(f"building {what} into {prefix} (once; cached)", file=sys.stderr, flush=True)
         cmd = ["bash", str(BUILD_SCRIPT), target, str(source_tree(version)), str(prefix)]
         if target == "patched":
