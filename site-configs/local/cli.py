@@ -165,12 +165,17 @@ def slurm_command(args: argparse.Namespace) -> int:
         print(f"bench: stopped {', '.join(stopped)}" if stopped
               else "bench: no daemons of ours were running")
     else:
-        alive = slurm.running()
-        if not alive:
-            print("bench: local Slurm is not running")
-            return 1
-        print(f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
-              f"SLURM_CONF={slurm.conf}")
+        return _status(slurm.running(), slurm.conf, "local Slurm")
+    return 0
+
+
+def _status(alive: dict[str, int], conf: Path, what: str) -> int:
+    """The status line of a set of daemons; exit code 1 when none runs."""
+    if not alive:
+        print(f"bench: the {what} is not running")
+        return 1
+    print(f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
+          f"SLURM_CONF={conf}")
     return 0
 
 
@@ -191,13 +196,7 @@ def cluster_command(args: argparse.Namespace) -> int:
         print(f"bench: removed {', '.join(removed)}" if removed
               else "bench: nothing of the emulated cluster was left")
         return 0
-    alive = cluster.running()
-    if not alive:
-        print("bench: the emulated cluster is not running")
-        return 1
-    print(f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
-          f"SLURM_CONF={cluster.conf}")
-    return 0
+    return _status(cluster.running(), cluster.conf, "emulated cluster")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from localsite import paths
 from localsite.slurm import (NodeLayout, SlurmError, cmdline_of, common_settings,
-                             port_in_use, tail, terminate)
+                             port_in_use, query_sinfo, tail, terminate, wait_for)
 
 #: What each emulated node declares: the layout rankmap and the checks see. It may exceed the
 #: real cores; binding is then not applied (TaskPlugin=task/none), and checks say so.
@@ -238,23 +238,10 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
                 r / f"tmp-{host}"))
 
     def _wait(self, ready, timeout: float, name: str, log: Path) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._exited(name):
-                raise SlurmError(f"{name} exited -- see {log}; its last lines:\n{tail(log)}")
-            if ready():
-                return
-            time.sleep(0.2)
-        raise SlurmError(f"{name} not ready after {timeout:.0f} s -- see {log}; its last "
-                         f"lines:\n{tail(log)}")
+        wait_for(ready, lambda: self._exited(name), timeout, name, log)
 
     def _sinfo(self) -> list[str] | None:
-        try:
-            out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], env=self.client_env(),
-                                 capture_output=True, text=True, timeout=10)
-        except subprocess.TimeoutExpired:
-            return None
-        return out.stdout.split("\n")[:-1] if out.returncode == 0 else None
+        return query_sinfo(self.client_env(), "%N %T")
 
     def node_states(self) -> dict[str, str]:
         return dict(line.split() for line in self._sinfo() or [])

@@ -88,6 +88,30 @@ def cmdline_of(pid: int) -> list[str] | None:
     return raw.decode(errors="replace").split("\0")[:-1] or None
 
 
+def wait_for(ready, exited, timeout: float, name: str, log: Path) -> None:
+    """Wait until ``ready()``; raise naming ``name`` and the tail of ``log`` if the daemon
+    exits (``exited()``) or is not ready in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if exited():
+            raise SlurmError(f"{name} exited -- see {log}; its last lines:\n{tail(log)}")
+        if ready():
+            return
+        time.sleep(0.2)
+    raise SlurmError(f"{name} not ready after {timeout:.0f} s -- see {log}; its last "
+                     f"lines:\n{tail(log)}")
+
+
+def query_sinfo(env: dict, fmt: str) -> list[str] | None:
+    """sinfo's node lines in ``fmt``, or None when the controller does not answer."""
+    try:
+        out = subprocess.run(["sinfo", "-h", "-N", "-o", fmt], env=env, capture_output=True,
+                             text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return None
+    return out.stdout.splitlines() if out.returncode == 0 else None
+
+
 def common_settings(root: Path, munge_socket: Path, task_plugin: str) -> str:
     """slurm.conf lines shared by the local node and the emulated cluster: root-run daemons,
     munge on our own socket, state and logs under ``root`` (per node with %n), no accounting
@@ -285,30 +309,18 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         self.wait_idle(timeout)
 
     def _wait_for(self, ready, timeout: float, name: str, log: Path) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._exited(name):
-                break
-            if ready():
-                return
-            time.sleep(0.2)
-        state = "exited" if self._exited(name) else f"not ready after {timeout:.0f} s"
-        self.stop()
-        raise SlurmError(f"{name} {state} -- see {log}; its last lines:\n{tail(log)}")
+        try:
+            wait_for(ready, lambda: self._exited(name), timeout, name, log)
+        except SlurmError:
+            self.stop()
+            raise
 
     def _controller_answers(self) -> bool:
         return self.sinfo_states() is not None
 
     def sinfo_states(self) -> list[str] | None:
         """Node states as sinfo reports them, or None when the controller does not answer."""
-        try:
-            out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], env=self.client_env(),
-                                 capture_output=True, text=True, timeout=10)
-        except subprocess.TimeoutExpired:
-            return None
-        if out.returncode != 0:
-            return None
-        return out.stdout.split()
+        return query_sinfo(self.client_env(), "%T")
 
     def wait_idle(self, timeout: float = 60.0) -> None:
         """Wait until every node is idle (or in use by jobs: mixed/allocated also count)."""
