@@ -1,6 +1,6 @@
 """Reduction schedules in a real solver run (seed 000 section 4.2, patches/esi-v1912).
 
-A tutorial case on 2 ranks with the patched OpenFOAM, three ways:
+A benchmark case on 2 ranks with the patched OpenFOAM, three ways:
   standard      the patched libraries without a schedule (they must behave as stock);
   global        a rankmap schedule for the default placement, generic reductions along it;
   global+sums   the same, with scalar sum/min reductions along it too (reductionScheduleSums).
@@ -14,17 +14,17 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
-from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedTutorial
+from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedSolverMix
 from topofoam.runs import PreparedCaseRun
 
 
 @rfm.simple_test
 class ReductionScheduleRun(PreparedCaseRun):
-    """A tutorial case with and without a hierarchical reduction schedule."""
+    """A benchmark case with and without a hierarchical reduction schedule."""
 
     variant = parameter(['standard', 'global', 'global+sums'])
     build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    prepared = fixture(PreparedTutorial, scope='environment', variables={'num_subdomains': 2})
+    prepared = fixture(PreparedSolverMix, scope='environment', variables={'num_subdomains': 2})
     valid_systems = ['*']
     valid_prog_environs = ['+reduction-schedule']
     num_tasks = 2
@@ -65,4 +65,4 @@ class ReductionScheduleRun(PreparedCaseRun):
                       if self.variant == 'global+sums' else
                       sn.assert_not_found(sums, self.stdout, msg='scalar sums followed it'))
             schedule = sn.all([found, routed])
-        return sn.all([self.assert_solver_completed(), schedule])
+        return sn.all([self.assert_run(), schedule])

@@ -1,27 +1,29 @@
-"""Fixtures shared by the checks: a case meshed and decomposed once per partition/environment."""
+"""Fixtures shared by the checks: the OpenFOAM build, and a case meshed and decomposed once
+per partition/environment."""
 
-import shutil
 import sys
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from foamlib import FoamFile
 from reframe.core.backends import getlauncher
-from reframe.core.exceptions import PipelineError
-from reframe.core.builtins import (parameter, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import parameter, run_after, sanity_function, variable
 
-from topofoam.cases import TUTORIALS, CaseError, blockmesh_cells
+from cases import CASES, CaseError, Prepared
 
 
-class PreparedTutorial(rfm.RunOnlyRegressionTest):
-    """A tutorial case set to fixed work, meshed with blockMesh and decomposed with decomposePar.
+class PreparedCase(rfm.RunOnlyRegressionTest):
+    """A benchmark case of ``cases/`` at a size, meshed, renumbered and decomposed.
 
-    The case lands in ``<stagedir>/case``; run checks copy it. Parameterised by the case, so a
+    Runs ``python -m cases prepare`` on the login/local node: the prepared case is cached
+    outside the stage by all its inputs (see cases/prepare.py), and copied to
+    ``<stagedir>/case``, which run checks copy in turn. Parameterised by the case, so a
     check that uses it runs once per case.
     """
 
-    case = parameter(sorted(TUTORIALS))
+    case = parameter(list(CASES))
+
+    #: A named size of the case (``python -m cases list``) or a cell count such as 2M.
+    size = variable(str, value='ci', loggable=True)
 
     #: Subdomains to decompose into: the run check's number of ranks.
     num_subdomains = variable(int, value=2)
@@ -29,63 +31,54 @@ class PreparedTutorial(rfm.RunOnlyRegressionTest):
     #: decomposePar method; scotch needs the real libscotchDecomp (Debian ships a stub).
     method = variable(str, value='scotch', loggable=True)
 
-    #: Cells blockMesh must produce, computed from the case's blockMeshDict.
+    #: Fixed iterations per linear solve, so every variant does the same work.
+    fixed_work = variable(bool, value=True, loggable=True)
+
+    #: Facts of the prepared case, read from its case.json after preparation.
     cells = variable(int)
+    steps = variable(int)
+    solver = variable(str)
 
     valid_systems = ['*']
     valid_prog_environs = ['+openfoam']
-    executable = 'blockMesh'
-    executable_opts = ['-case', 'case']
     num_tasks = 1
+    time_limit = '2h'       # published sizes mesh for a while; ci takes seconds
     sourcesdir = None
 
     @run_after('setup')
-    def serial_launcher(self):
+    def prepare_command(self):
         # Meshing and decomposition are serial tools: no mpirun/srun around them.
         self.job.launcher = getlauncher('local')()
-        self.postrun_cmds = ['decomposePar -case case -force > decomposePar.log 2>&1']
-
-    @run_before('run')
-    def copy_and_edit_case(self):
-        tutorial = TUTORIALS[self.case]
-        try:
-            src = tutorial.source(self.current_environ.env_vars.get('FOAM_TUTORIALS'))
-        except CaseError as e:
-            # A ReFrame error is reported as its message alone, without a traceback.
-            raise PipelineError(str(e)) from None
-        dest = f'{self.stagedir}/case'
-        shutil.copytree(src, dest, dirs_exist_ok=True)
-        control = FoamFile(f'{dest}/system/controlDict')
-        for key, value in tutorial.control.items():
-            control[key] = value
-        for rel, entry in tutorial.remove:
-            parent, _, name = entry.rpartition('/')
-            sub = FoamFile(f'{dest}/{rel}')
-            if parent:
-                del sub[tuple(parent.split('/')) + (name,)]
-            else:
-                del sub[name]
-        decompose = FoamFile(f'{dest}/system/decomposeParDict')
-        decompose['numberOfSubdomains'] = self.num_subdomains
-        decompose['method'] = self.method
-        self.cells = blockmesh_cells(dest)
+        self.executable = sys.executable
+        self.executable_opts = ['-m', 'cases', 'prepare', self.case, '--size', self.size,
+                                '-n', str(self.num_subdomains), '--method', self.method,
+                                '--out', 'case']
+        if not self.fixed_work:
+            self.executable_opts.append('--converge')
 
     @sanity_function
-    def assert_decomposed(self):
-        """blockMesh and decomposePar ended; the subdomains hold exactly the blockMesh cells."""
-        dp_log = f'{self.stagedir}/decomposePar.log'
-        per_proc = sn.extractall(r'^Processor \d+\s*\n\s*Number of cells = (\d+)', dp_log, 1, int)
+    def assert_prepared(self):
+        """The case was prepared; its facts are read for the run checks."""
         return sn.all([
-            sn.assert_found(r'^End', self.stdout, msg='blockMesh did not end'),
-            sn.assert_found(r'^End', dp_log, msg='decomposePar did not end (see decomposePar.log)'),
-            sn.assert_eq(sn.count(per_proc), self.num_subdomains,
-                         msg='decomposePar made {0} subdomains, expected {1}'),
-            sn.assert_eq(sn.sum(per_proc), self.cells,
-                         msg='the subdomains hold {0} cells, blockMeshDict gives {1}'),
+            sn.assert_found(r'^/\S+', self.stdout, msg='python -m cases prepare printed no '
+                            'case folder (see its stderr)'),
+            sn.assert_true(self._read_facts(), msg='the prepared case has no case.json'),
         ])
+
+    def _read_facts(self):
+        try:
+            prepared = Prepared.load(f'{self.stagedir}/case')
+        except CaseError:
+            return False
+        self.cells, self.steps, self.solver = prepared.cells, prepared.steps, prepared.solver
+        return True
 
     def case_path(self):
         return f'{self.stagedir}/case'
+
+    def facts(self):
+        """The prepared case (its case.json), for the run checks."""
+        return Prepared.load(self.case_path())
 
 
 class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
@@ -121,10 +114,17 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
                                msg='the local OpenFOAM build printed no library folder')
 
 
-class PreparedCavityRanks(PreparedTutorial):
-    """The cavity decomposed into 2, 4 or 8 subdomains: 2 ranks on each of 1, 2 or 4 nodes."""
+class PreparedSolverMix(PreparedCase):
+    """Three cases whose linear solvers differ: GAMG (cavity2D, pitzDaily) and plain CG with
+    its many reductions (laplacianFoam), for the checks that compare library variants."""
 
-    case = parameter(['cavity'])
+    case = parameter(['cavity2D', 'pitzDaily', 'laplacianFoam'])
+
+
+class PreparedCavityRanks(PreparedCase):
+    """The 2D cavity decomposed into 2, 4 or 8 subdomains: 2 ranks on each of 1, 2 or 4 nodes."""
+
+    case = parameter(['cavity2D'])
     ranks = parameter([2, 4, 8])
 
     @run_after('init')

@@ -1,20 +1,23 @@
 """Base class of the checks that run a solver on a prepared (meshed, decomposed) case."""
 
 import reframe as rfm
-from reframe.core.builtins import run_after, run_before, variable
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
-from topofoam.cases import TUTORIALS, control_steps
+from cases.sanity import evaluate
 from topofoam.solverlog import OpenFOAMSolverMixin
 
 
 class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     """Runs the case's solver in parallel in a copy of the ``prepared`` fixture's case.
 
-    A subclass declares ``prepared = fixture(PreparedTutorial, ...)``; the expected steps and
-    cells come from the prepared case itself, the sanity and performance from the mixin.
+    A subclass declares ``prepared = fixture(PreparedCase, ...)``; the expected steps and
+    cells come from the prepared case itself, the sanity and performance from the mixin, and
+    ``assert_physics`` holds the case's own physical checks (cases/catalog.py).
     """
 
     case = variable(str, value='', loggable=True)
+    size = variable(str, value='', loggable=True)
     solver = variable(str, value='', loggable=True)
     #: 'emulated' on a partition whose nodes share one machine (extras: emulated): such
     #: timings mean nothing and are kept out of performance references and comparisons.
@@ -23,16 +26,35 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
 
     @run_after('setup')
     def set_solver(self):
-        tutorial = TUTORIALS[self.prepared.case]
-        self.case = tutorial.name
-        self.solver = tutorial.solver
-        self.executable = tutorial.solver
+        facts = self.prepared.facts()
+        self.case = facts.case
+        self.size = facts.size
+        self.solver = facts.solver
+        self.executable = facts.solver
         self.executable_opts = ['-parallel']
-        self.expected_steps = control_steps(self.prepared.case_path())
-        self.expected_cells = self.prepared.cells
+        self.expected_steps = facts.steps
+        self.expected_cells = facts.cells
         if self.current_partition.extras.get('emulated'):
             self.timing = 'emulated'
 
     @run_before('run')
     def copy_prepared_case(self):
         self.prerun_cmds = [f'cp -r {self.prepared.case_path()}/. .']
+
+    @sanity_function
+    def assert_run(self):
+        """The solver completed as planned and the case's physical checks hold."""
+        return sn.all([self.assert_solver_completed(), self.assert_physics()])
+
+    def assert_physics(self):
+        """The case's physical checks on the solver log (continuity, Courant number,
+        boundedness, conservation), each failing with its own message."""
+        return sn.all([sn.assert_false(_problem(self.stdout, check), msg='{0}')
+                       for check in self.prepared.facts().checks])
+
+
+@sn.deferrable
+def _problem(stdout, check):
+    """Why ``check`` fails on the log (None if it holds); sanity runs in the stage folder."""
+    with open(stdout) as f:
+        return evaluate(check, f.read())

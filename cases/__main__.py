@@ -1,0 +1,5 @@
+import sys
+
+from cases.cli import main
+
+sys.exit(main())

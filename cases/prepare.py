@@ -1,0 +1,374 @@
+"""Materialise a case at a size, mesh it, renumber it, decompose it; cache the result.
+
+The prepared case is kept under ``<cache>/cases/<case>-<size>-n<N>-<method>-<key>``, where the
+key hashes everything that shapes it (the template files, the size, the work settings, the
+decomposition, the OpenFOAM installation), so a second request is a copy, not a re-mesh. A
+case is built in a scratch folder and renamed into place only when every step has passed: a
+failure leaves no half-made case behind, only ``<name>.failed`` with the logs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from foamlib import FoamFile
+
+from cases.catalog import Case
+from cases.errors import CaseError
+from cases.sizes import Resolved, background_cells, get_case, resolve
+from cases.template import template_files, render
+
+METHODS_WITH_N = ("simple", "hierarchical")
+META = "case.json"
+
+
+@dataclass(frozen=True)
+class Request:
+    case: str
+    size: str
+    subdomains: int = 2
+    method: str = "scotch"
+    fixed_work: bool = True
+    steps: int | None = None            # override the size's step count
+    write_interval: int | None = None   # in steps; default: write once, at the end
+
+
+@dataclass
+class Prepared:
+    """A prepared case folder and the facts its runs are checked against."""
+
+    path: Path
+    case: str
+    size: str
+    solver: str
+    cells: int
+    subdomains: int
+    method: str
+    steps: int
+    delta_t: float
+    end_time: float
+    fixed_work: bool
+    write_interval: int
+    requested_cells: int | None = None
+    processor_cells: list | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> "Prepared":
+        meta = Path(path) / META
+        try:
+            data = json.loads(meta.read_text())
+        except (OSError, ValueError) as e:
+            raise CaseError(f"{meta}: not a prepared case ({e}) -- prepare it with "
+                            f"'python -m cases prepare'") from None
+        data["path"] = Path(path)
+        return cls(**data)
+
+    @property
+    def checks(self) -> tuple:
+        """The physical sanity checks of the case (from the catalog, so they can be
+        tightened without re-meshing)."""
+        return get_case(self.case).checks
+
+    def copy_to(self, dest: Path) -> "Prepared":
+        shutil.copytree(self.path, dest, symlinks=True, dirs_exist_ok=True)
+        return Prepared.load(dest)
+
+
+def default_cache() -> Path:
+    from localsite.paths import cache_dir
+    return cache_dir() / "cases"
+
+
+def prepare(request: Request, *, cache: Path | None = None, env: dict | None = None,
+            progress=None) -> Prepared:
+    """The prepared case for ``request``, made (and cached) if it is not there yet."""
+    case = get_case(request.case)
+    resolved = resolve(case, request.size)
+    _check_request(case, resolved, request)
+    env = dict(os.environ if env is None else env)
+    cache = Path(cache or default_cache())
+    cache.mkdir(parents=True, exist_ok=True)
+    key = _key(case, resolved, request, env)
+    label = re.sub(r"[^A-Za-z0-9.]+", "_", resolved.label)
+    final = cache / f"{case.name}-{label}-n{request.subdomains}-{request.method}-{key}"
+    with open(f"{final}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / META).exists():
+            return Prepared.load(final)
+        work = Path(f"{final}.tmp")
+        failed = Path(f"{final}.failed")
+        for stale in (work, failed):
+            shutil.rmtree(stale, ignore_errors=True)
+        try:
+            _build(case, resolved, request, work, env, progress or (lambda msg: None))
+        except CaseError:
+            work.rename(failed)
+            raise
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        work.rename(final)
+        return Prepared.load(final)
+
+
+def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
+    if request.subdomains < 1:
+        raise CaseError(f"subdomains must be at least 1, not {request.subdomains}")
+    if case.mesher == "blockMesh":
+        cells = background_cells(case, resolved.size.params)
+        if request.subdomains > cells:
+            raise CaseError(f"{case.name} at size {resolved.label} has {cells:,} cells: it "
+                            f"cannot be split into {request.subdomains:,} subdomains -- use "
+                            f"a larger size or fewer subdomains")
+    if request.steps is not None and request.steps < 1:
+        raise CaseError(f"steps must be at least 1, not {request.steps}")
+    if request.write_interval is not None and request.write_interval < 1:
+        raise CaseError(f"write interval must be at least 1 step, not {request.write_interval}")
+
+
+def _openfoam_identity(env: dict) -> str:
+    exe = shutil.which("blockMesh", path=env.get("PATH"))
+    if exe is None:
+        raise CaseError("blockMesh is not on PATH -- load an OpenFOAM environment first "
+                        "(Debian: WM_PROJECT_DIR=/usr/share/openfoam, or use './bench cases')")
+    real = Path(exe).resolve()
+    return f"{real}:{real.stat().st_mtime_ns}:{env.get('WM_PROJECT_DIR', '')}"
+
+
+def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
+    digest = hashlib.sha256()
+    for rel, path in sorted(template_files(case.template, case.variant).items()):
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    # What shapes the prepared folder (not the sanity checks, which runs read from the
+    # catalog): this module's steps, the case's settings, the size, the request, OpenFOAM.
+    digest.update(Path(__file__).read_bytes())
+    shaping = (case.solver, case.mesher, case.variant, case.dt0, case.k0,
+               case.fixed_iterations, case.remove_in_fixed_work, case.edits, case.control)
+    digest.update(json.dumps([shaping, asdict(resolved.size), asdict(request) | {"size": None},
+                              _openfoam_identity(env)], sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:12]
+
+
+# --- the steps --------------------------------------------------------------------------------
+
+def _run(app: str, args: list[str], case_dir: Path, env: dict, step: str) -> str:
+    """Run an OpenFOAM utility on the case; its output goes to ``log.<app>``."""
+    log = case_dir / f"log.{app}"
+    try:
+        done = subprocess.run([app, *args, "-case", str(case_dir)], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except FileNotFoundError:
+        raise CaseError(f"{step}: {app} is not on PATH -- load an OpenFOAM environment") from None
+    with open(log, "a") as f:
+        f.write(done.stdout)
+    if done.returncode != 0 or "FOAM FATAL" in done.stdout:
+        tail = "\n".join(done.stdout.strip().splitlines()[-12:])
+        raise CaseError(f"{step} failed ({app} exited with {done.returncode}) -- see "
+                        f"{_failed_path(log)}; last lines:\n{tail}")
+    return done.stdout
+
+
+def _failed_path(log: Path) -> Path:
+    """Where a log of the scratch folder ends up once the folder is kept as ``.failed``."""
+    parent = log.parent
+    return parent.with_name(parent.name[:-len(".tmp")] + ".failed") / log.name \
+        if parent.name.endswith(".tmp") else log
+
+
+def _build(case: Case, resolved: Resolved, request: Request, work: Path, env: dict,
+           progress) -> None:
+    size = resolved.size
+    render(case.template, case.variant, size.params, work)
+    steps = request.steps or size.steps
+    delta_t = case.delta_t(size)
+    write_interval = request.write_interval or steps
+    _set_controls(case, work, steps, delta_t, write_interval)
+    _set_solvers(case, work, request.fixed_work)
+
+    progress(f"{case.name} {resolved.label}: meshing ({case.mesher})")
+    if case.mesher == "snappyHexMesh":
+        _snappy(case, size, work, env)
+    else:
+        _run("blockMesh", [], work, env, "meshing")
+    cells = _checkmesh_cells(work, env, strict=case.mesher == "blockMesh")
+    if case.mesher == "blockMesh":
+        expected = background_cells(case, size.params) * 2 ** size.mirror
+        if cells != expected:
+            raise CaseError(f"meshing: checkMesh counts {cells:,} cells, the blockMeshDict "
+                            f"gives {expected:,} -- see {_failed_path(work / 'log.checkMesh')}")
+    elif request.subdomains > cells:
+        raise CaseError(f"{case.name} at size {resolved.label} meshed to {cells:,} cells: it "
+                        f"cannot be split into {request.subdomains:,} subdomains")
+    _initial_fields(case, work, env)
+    progress(f"{case.name} {resolved.label}: renumbering {cells:,} cells")
+    _run("renumberMesh", ["-overwrite"], work, env, "renumbering")
+    per_proc = None
+    if request.subdomains > 1:
+        progress(f"{case.name} {resolved.label}: decomposing into {request.subdomains} "
+                 f"({request.method})")
+        per_proc = _decompose(case, work, request, env)
+        if sum(per_proc) != cells:
+            raise CaseError(f"decomposing: the subdomains hold {sum(per_proc):,} cells, the "
+                            f"mesh {cells:,} -- see {_failed_path(work / 'log.decomposePar')}")
+    meta = Prepared(path=work, case=case.name, size=resolved.label, solver=case.solver,
+                    cells=cells, subdomains=request.subdomains, method=request.method,
+                    steps=steps, delta_t=delta_t, end_time=_end_time(steps, delta_t),
+                    fixed_work=request.fixed_work, write_interval=write_interval,
+                    requested_cells=resolved.requested_cells, processor_cells=per_proc)
+    data = asdict(meta)
+    del data["path"]
+    (work / META).write_text(json.dumps(data, indent=1) + "\n")
+
+
+def _end_time(steps: int, delta_t: float) -> float:
+    # Rounded so that endTime/deltaT is the step count to the last digit OpenFOAM writes.
+    return float(f"{steps * delta_t:.12g}")
+
+
+def _set_controls(case: Case, work: Path, steps: int, delta_t: float, write_interval: int):
+    control = FoamFile(work / "system" / "controlDict")
+    control["application"] = case.solver
+    control["startFrom"] = "startTime"
+    control["startTime"] = 0
+    control["stopAt"] = "endTime"
+    control["deltaT"] = float(f"{delta_t:.12g}")
+    control["endTime"] = _end_time(steps, delta_t)
+    control["writeControl"] = "timeStep"
+    control["writeInterval"] = write_interval
+    control["runTimeModifiable"] = False
+    for key, value in case.control.items():
+        control[key] = value
+    for rel, entry, value in case.edits:
+        FoamFile(work / rel)[entry] = value
+
+
+def _set_solvers(case: Case, work: Path, fixed_work: bool) -> None:
+    """Fixed-work mode: every listed linear solver does exactly N iterations (tolerance 0,
+    minIter = maxIter = N) and early-exit criteria are removed, so all variants do the same
+    work whatever their convergence."""
+    if not fixed_work:
+        return
+    solution = FoamFile(work / "system" / "fvSolution")
+    for name, iterations in case.fixed_iterations.items():
+        if name not in solution["solvers"]:
+            raise CaseError(f"{work}/system/fvSolution: no solver entry {name} for fixed-work "
+                            f"mode -- fix fixed_iterations of {case.name} in cases/catalog.py")
+        for key, value in (("tolerance", 0), ("relTol", 0), ("minIter", iterations),
+                           ("maxIter", iterations)):
+            solution["solvers", name, key] = value
+    for rel, entry in case.remove_in_fixed_work:
+        target = FoamFile(work / rel)
+        if entry in target:
+            del target[entry]
+
+
+def _checkmesh_cells(work: Path, env: dict, strict: bool) -> int:
+    """The mesh's cell count; with ``strict`` (blockMesh meshes) any failed check is an
+    error. snappyHexMesh meshes are held to its own meshQualityDict instead: checkMesh's
+    stricter skewness limit flags a few faces of most of them."""
+    out = _run("checkMesh", ["-constant"], work, env, "checking the mesh")
+    m = re.search(r"^\s*cells:\s+(\d+)", out, re.M)
+    if not m:
+        raise CaseError(f"checking the mesh: no cell count in {_failed_path(work / 'log.checkMesh')}")
+    if strict and re.search(r"^\s*Failed \d+ mesh checks", out, re.M):
+        raise CaseError(f"checking the mesh: checkMesh reports failed checks -- see "
+                        f"{_failed_path(work / 'log.checkMesh')}")
+    return int(m.group(1))
+
+
+def _initial_fields(case: Case, work: Path, env: dict) -> None:
+    """Fields that need the mesh: the water column of the dam breaks."""
+    orig = work / "0" / "alpha.water.orig"
+    if orig.exists():
+        shutil.copyfile(orig, work / "0" / "alpha.water")
+        orig.unlink()
+        _run("setFields", [], work, env, "setting the initial water column")
+
+
+def _snappy(case: Case, size, work: Path, env: dict) -> None:
+    """The motorbike: geometry from the installation's tutorials, features, background mesh,
+    snappyHexMesh, and for the larger sizes mirroring."""
+    tutorials = env.get("FOAM_TUTORIALS") or _default_tutorials(env)
+    geometry = Path(tutorials) / "resources" / "geometry" / "motorBike.obj.gz"
+    if not geometry.is_file():
+        raise CaseError(f"meshing: {geometry} is missing -- install the OpenFOAM tutorials "
+                        f"(Debian: openfoam-examples) or set FOAM_TUTORIALS")
+    surface = work / "constant" / "triSurface" / "motorBike.obj"
+    surface.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(geometry, "rb") as src, open(surface, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    _run("surfaceFeatureExtract", [], work, env, "extracting surface features")
+    _run("blockMesh", [], work, env, "meshing (background)")
+    _run("snappyHexMesh", ["-overwrite"], work, env, "meshing (snappyHexMesh)")
+    for i in range(size.mirror):
+        _write_mirror_dict(work, i)
+        _run("mirrorMesh", ["-overwrite"], work, env, f"mirroring ({i + 1} of {size.mirror})")
+    # snappyHexMesh's refinement history is not needed to run and would only be decomposed.
+    for extra in ("cellLevel", "pointLevel", "level0Edge", "surfaceIndex"):
+        (work / "constant" / "polyMesh" / extra).unlink(missing_ok=True)
+
+
+def _write_mirror_dict(work: Path, i: int) -> None:
+    # First across the side plane y = 4 (two bikes side by side), then across y = 12.
+    point = (0, 4 + 8 * i, 0)
+    text = ("FoamFile\n{\n    version 2.0;\n    format ascii;\n    class dictionary;\n"
+            "    object mirrorMeshDict;\n}\n\nplaneType pointAndNormal;\n\n"
+            f"pointAndNormalDict\n{{\n    point ({point[0]} {point[1]} {point[2]});\n"
+            "    normal (0 1 0);\n}\n\nplaneTolerance 1e-3;\n")
+    (work / "system" / "mirrorMeshDict").write_text(text)
+
+
+def _default_tutorials(env: dict) -> str:
+    project = env.get("WM_PROJECT_DIR", "")
+    for candidate in (Path(project) / "tutorials",
+                      Path("/usr/share/doc/openfoam-examples/examples")):
+        if candidate.is_dir():
+            return str(candidate)
+    return str(Path(project) / "tutorials")
+
+
+def _decompose(case: Case, work: Path, request: Request, env: dict) -> list[int]:
+    path = work / "system" / "decomposeParDict"
+    path.write_text("FoamFile\n{\n    version 2.0;\n    format ascii;\n    class dictionary;\n"
+                    "    object decomposeParDict;\n}\n")
+    decompose = FoamFile(path)
+    decompose["numberOfSubdomains"] = request.subdomains
+    decompose["method"] = request.method
+    if request.method in METHODS_WITH_N:
+        decompose[f"{request.method}Coeffs"] = {
+            "n": list(_grid(request.subdomains, case.variant == "2D")), "delta": 0.001,
+            "order": "xyz"}
+    out = _run("decomposePar", ["-force"], work, env, "decomposing")
+    return [int(n) for n in re.findall(r"^Processor \d+\s*\n\s*Number of cells = (\d+)", out,
+                                       re.M)]
+
+
+def _grid(n: int, flat: bool) -> tuple[int, int, int]:
+    """n split into (nx, ny, nz) as evenly as its factors allow (nz = 1 for 2D cases)."""
+    best = None
+    for nx in range(1, n + 1):
+        for ny in range(1, n // nx + 1):
+            if n % (nx * ny):
+                continue
+            nz = n // (nx * ny)
+            if flat and nz != 1:
+                continue
+            dims = (nx, ny) if flat else (nx, ny, nz)
+            spread = max(dims) / min(dims)
+            if best is None or spread < best[0]:
+                best = (spread, (nx, ny, nz))
+    return best[1]
+
+
+def progress_to_stderr(message: str) -> None:
+    print(f"cases: {message}", file=sys.stderr, flush=True)
