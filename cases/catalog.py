@@ -3,7 +3,8 @@
 Every blockMesh case has one resolution parameter ``k`` (cells per unit length, relative to
 the template) that sets all block cell counts; named sizes fix ``k`` or, where a seed used a
 mesh off the family (laplacianFoam on LEC hpc2, damBreak 3D), the block counts themselves.
-The time step scales with 1/k so the Courant number stays that of the template. Published
+The time step scales with 1/k so the Courant number stays put (the cavities at half the
+tutorial's: icoFoam at a lid Courant number of 1 diverges on finer meshes). Published
 sizes reproduce the published cell counts exactly (tests/test_cases.py checks each one
 against ../shared/reference/cases_seed000.csv and seed 001 without meshing).
 """
@@ -85,7 +86,7 @@ def _courant(bound: float) -> Check:
     return Check("Courant number (max)", r"^Courant Number mean: \S+ max: (\S+)", "max", bound)
 
 
-ICO_CHECKS = (_continuity(1e-6), _courant(1.0))
+ICO_CHECKS = (_continuity(1e-4), _courant(1.0))
 INTER_CHECKS = (
     _courant(1.0),
     Check("water volume fraction drift", r"^Phase-1 volume fraction = (\S+)", "drift", 1e-3),
@@ -180,7 +181,7 @@ CASES: dict[str, Case] = {c.name: c for c in (
             "vsc5": Size(_square(4500), 4500, 50, f"{SEED000} (VSC-5)"),
             "hpc2": Size(_square(3000), 3000, 50, f"{SEED000} (LEC hpc2)"),
         },
-        dt0=0.005, k0=20, default_steps=50,
+        dt0=0.0025, k0=20, default_steps=50,
         fixed_iterations={"p": 10, "pFinal": 10, "U": 2},
         checks=ICO_CHECKS,
     ),
@@ -195,7 +196,7 @@ CASES: dict[str, Case] = {c.name: c for c in (
             "vsc5": Size(_cube(275, CAVITY_3D), 275, 100, f"{SEED000} (VSC-5)"),
             "hpc2": Size(_cube(208, CAVITY_3D), 208, 100, f"{SEED000} (LEC hpc2)"),
         },
-        dt0=0.005, k0=20, default_steps=100,
+        dt0=0.0025, k0=20, default_steps=100,
         fixed_iterations={"p": 10, "pFinal": 10, "U": 2},
         checks=ICO_CHECKS,
     ),
@@ -211,7 +212,7 @@ CASES: dict[str, Case] = {c.name: c for c in (
             "8M": Size(_cube(200, CAVITY_3D), 200, 20, "HPC committee, M (8M)"),
             "64M": Size(_cube(400, CAVITY_3D), 400, 20, "HPC committee, XL (64M)"),
         },
-        dt0=0.005, k0=20, default_steps=20,
+        dt0=0.0025, k0=20, default_steps=20,
         edits=(("system/fvSolution", ("solvers", "p", "solver"), "PCG"),
                ("system/fvSolution", ("solvers", "p", "preconditioner"), "DIC")),
         fixed_iterations={"p": 100, "pFinal": 100, "U": 2},

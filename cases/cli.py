@@ -100,6 +100,7 @@ def cmd_run(args) -> int:
     env = openfoam_env()
     failed = 0
     total = 0.0
+    wall = time.monotonic()
     print(f"{'case':<14}{'size':<8}{'cells':>12}{'steps':>7}{'prepare s':>11}{'run s':>8}  result")
     with tempfile.TemporaryDirectory(prefix="topofoam-cases-") as tmp:
         for name in names:
@@ -123,8 +124,8 @@ def cmd_run(args) -> int:
                 result = "ok"
             print(f"{name:<14}{prepared.size:<8}{prepared.cells:>12,}{prepared.steps:>7}"
                   f"{prep_s:>11.1f}{outcome.seconds:>8.1f}  {result}", flush=True)
-    print(f"{len(names)} case(s), {failed} failed; solver time {total:.1f} s on "
-          f"{args.n} rank(s)")
+    print(f"{len(names)} case(s), {failed} failed; solver time {total:.1f} s, "
+          f"{time.monotonic() - wall:.1f} s in all on {args.n} rank(s)")
     return 1 if failed else 0
 
 

@@ -154,8 +154,12 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
     digest.update(Path(__file__).read_bytes())
     shaping = (case.solver, case.mesher, case.variant, case.dt0, case.k0,
                case.fixed_iterations, case.remove_in_fixed_work, case.edits, case.control)
-    digest.update(json.dumps([shaping, asdict(resolved.size), asdict(request) | {"size": None},
-                              _openfoam_identity(env)], sort_keys=True, default=str).encode())
+    inputs = [shaping, asdict(resolved.size), asdict(request) | {"size": None},
+              _openfoam_identity(env)]
+    if case.mesher == "snappyHexMesh":
+        geometry = _geometry(env)
+        inputs.append([str(geometry), geometry.stat().st_size if geometry.exists() else None])
+    digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:12]
 
 
@@ -298,8 +302,7 @@ def _initial_fields(case: Case, work: Path, env: dict) -> None:
 def _snappy(case: Case, size, work: Path, env: dict) -> None:
     """The motorbike: geometry from the installation's tutorials, features, background mesh,
     snappyHexMesh, and for the larger sizes mirroring."""
-    tutorials = env.get("FOAM_TUTORIALS") or _default_tutorials(env)
-    geometry = Path(tutorials) / "resources" / "geometry" / "motorBike.obj.gz"
+    geometry = _geometry(env)
     if not geometry.is_file():
         raise CaseError(f"meshing: {geometry} is missing -- install the OpenFOAM tutorials "
                         f"(Debian: openfoam-examples) or set FOAM_TUTORIALS")
@@ -326,6 +329,11 @@ def _write_mirror_dict(work: Path, i: int) -> None:
             f"pointAndNormalDict\n{{\n    point ({point[0]} {point[1]} {point[2]});\n"
             "    normal (0 1 0);\n}\n\nplaneTolerance 1e-3;\n")
     (work / "system" / "mirrorMeshDict").write_text(text)
+
+
+def _geometry(env: dict) -> Path:
+    tutorials = env.get("FOAM_TUTORIALS") or _default_tutorials(env)
+    return Path(tutorials) / "resources" / "geometry" / "motorBike.obj.gz"
 
 
 def _default_tutorials(env: dict) -> str:

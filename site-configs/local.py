@@ -49,7 +49,8 @@ _mpi_env = [
 
 _foam_env = [
     ["WM_PROJECT_DIR", str(openfoam.PROJECT_DIR)],
-    # The tutorials the checks copy; TOPOFOAM_TUTORIALS points elsewhere.
+    # The tutorials (the motorbike case takes its geometry from them); TOPOFOAM_TUTORIALS
+    # points elsewhere.
     ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", str(openfoam.EXAMPLES))],
 ]
 

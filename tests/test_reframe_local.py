@@ -9,8 +9,17 @@ import pytest
 
 from conftest import IS_ROOT, REPO, as_nobody, bench_cli, free_port
 
+from cases import CASES, background_cells
+
 PARTITIONS = ["cpu", "slurm", "emu"] if IS_ROOT else ["cpu"]
-EXPECTED = {"cavity": (100, 400, "icoFoam"), "pitzDaily": (50, 12225, "simpleFoam")}
+
+
+def expected(name: str) -> tuple[int, int | None, str]:
+    """Steps, cells (None where snappyHexMesh decides) and solver of a case at ci size."""
+    case = CASES[name]
+    size = case.sizes["ci"]
+    cells = background_cells(case, size.params) if case.mesher == "blockMesh" else None
+    return size.steps, cells, case.solver
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +41,9 @@ def test_run_passes_and_says_where_results_are(local_run):
     done, results = local_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for partition in PARTITIONS:
-        assert re.search(rf"^  local:{partition}: 4/4 test cases passed", done.stdout, re.M)
+        # A preparation fixture and a run per case.
+        assert re.search(rf"^  local:{partition}: {2 * len(CASES)}/{2 * len(CASES)} test cases "
+                         rf"passed", done.stdout, re.M)
     assert f"  perflogs: {results / 'perflogs' / 'local'}" in done.stdout
 
 
@@ -40,11 +51,16 @@ def test_run_passes_and_says_where_results_are(local_run):
 def test_perflog_holds_the_solver_log_figures(local_run, partition):
     """One row per case, every column a loggable parameter, values as the solver printed them."""
     _, results = local_run
-    rows = read_perflog(results / "perflogs" / "local" / partition / "TutorialRun.log")
+    rows = read_perflog(results / "perflogs" / "local" / partition / "CaseRun.log")
     by_case = {row["case"]: row for row in rows}
-    assert sorted(by_case) == sorted(EXPECTED)
-    for case, (steps, cells, solver) in EXPECTED.items():
+    assert sorted(by_case) == sorted(CASES)
+    for case in CASES:
+        steps, cells, solver = expected(case)
         row = by_case[case]
+        assert row["size"] == "ci"
+        if cells is None:   # the motorbike: snappyHexMesh refines its background mesh
+            cells = int(row["expected_cells"])
+            assert cells > background_cells(CASES[case], CASES[case].sizes["ci"].params)
         assert (row["result"], row["partition"], row["environ"], row["num_tasks"]) == \
             ("pass", partition, "openfoam-v1912", "2")
         assert row["timing"] == ("emulated" if partition == "emu" else "measured")
@@ -67,13 +83,20 @@ def test_slurm_stopped_after_the_run(local_run):
     assert not (results / "run" / "cluster" / "state.json").exists()
 
 
-def test_missing_case_directory(tmp_path):
+def test_missing_geometry_fails_its_case_clearly(tmp_path):
+    """The motorbike's geometry comes from the installation's tutorials: without them its
+    preparation fails with the file and the fix, and its run is reported as not run."""
     env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_TUTORIALS=str(tmp_path / "no"))
-    done = bench_cli("run", "--partition", "cpu", "--tag", "fast", env=env)
+    done = bench_cli("run", "--partition", "cpu", "--tag", "cases", "--",
+                     "-n", "CaseRun%prepared.case=motorbike", env=env)
     assert done.returncode == 1
-    assert (f"pipeline error: case directory {tmp_path}/no/incompressible/icoFoam/cavity/cavity "
-            f"is missing (no system/controlDict) -- install the OpenFOAM tutorials") in done.stdout
-    assert "local:cpu: 0/4 test cases passed" in done.stdout
+    assert (f"sanity error: python -m cases prepare printed no case folder (see its stderr)"
+            in done.stdout)
+    stderr = next(tmp_path.glob("reframe/stage/local/cpu/*/PreparedCase_*/rfm_job.err"))
+    assert stderr.read_text().splitlines()[-1] == (
+        f"cases: meshing: {tmp_path}/no/resources/geometry/motorBike.obj.gz is missing -- "
+        f"install the OpenFOAM tutorials (Debian: openfoam-examples) or set FOAM_TUTORIALS")
+    assert "local:cpu: 0/2 test cases passed" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
