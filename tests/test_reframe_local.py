@@ -124,11 +124,13 @@ def test_reduction_schedule_check(tmp_path):
     env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path))
     done = bench_cli("run", "--partition", "cpu", "--tag", "schedule", env=env, timeout=3600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "local:cpu: 9/9 test cases passed" in done.stdout
+    # The build, a preparation per case and three variants per case.
+    assert "local:cpu: 13/13 test cases passed" in done.stdout
     rows = read_perflog(tmp_path / "perflogs" / "local" / "cpu" / "ReductionScheduleRun.log")
     assert sorted((r["case"], r["variant"], r["result"], r["environ"]) for r in rows) == [
         (case, variant, "pass", "openfoam-v1912-patched")
-        for case in ("cavity", "pitzDaily") for variant in ("global", "global+sums", "standard")]
+        for case in ("cavity2D", "laplacianFoam", "pitzDaily")
+        for variant in ("global", "global+sums", "standard")]
     for row in rows:
         log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
         scheduled = re.search(r"^reductionSchedule: \S+ for 2 ranks", log, re.M) is not None
