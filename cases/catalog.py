@@ -6,7 +6,7 @@ mesh off the family (laplacianFoam on LEC hpc2, damBreak 3D), the block counts t
 The time step scales with 1/k so the Courant number stays put (the cavities at half the
 tutorial's: icoFoam at a lid Courant number of 1 diverges on finer meshes). Published
 sizes reproduce the published cell counts exactly (tests/test_cases.py checks each one
-against ../shared/reference/cases_seed000.csv and seed 001 without meshing).
+against published_seed000.csv, seed 000 Table 3, and seed 001's tables, without meshing).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from cases.run import run
 from cases.sanity import check_log, evaluate
 from cases.template import blockmesh_cells
 
-REFERENCE = REPO.parent / "shared" / "reference" / "cases_seed000.csv"
+# Seed 000 Table 3, as the seed documents give it (a copy of its reference CSV).
+REFERENCE = REPO / "cases" / "published_seed000.csv"
 SEED000_NAMES = {"pitzDaily": "pitzDaily", "laplacianFoam": "laplacianFoam",
                  "cavity2D": "cavity2D", "cavity3D": "cavity3D"}
 # Published counts that are not in a CSV: seed 001 Tables 7 and 10, the HPC committee's cavity.
