@@ -97,11 +97,16 @@ def prepare(request: Request, *, cache: Path | None = None, env: dict | None = N
     _check_request(case, resolved, request)
     env = dict(os.environ if env is None else env)
     cache = Path(cache or default_cache())
-    cache.mkdir(parents=True, exist_ok=True)
     key = _key(case, resolved, request, env)
     label = re.sub(r"[^A-Za-z0-9.]+", "_", resolved.label)
     final = cache / f"{case.name}-{label}-n{request.subdomains}-{request.method}-{key}"
-    with open(f"{final}.lock", "w") as lock:
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        lock = open(f"{final}.lock", "w")
+    except OSError as e:
+        raise CaseError(f"cannot use the case cache {cache} ({e.strerror}) -- set "
+                        f"TOPOFOAM_CACHE to a folder you can write") from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / META).exists():
             return Prepared.load(final)
@@ -112,7 +117,8 @@ def prepare(request: Request, *, cache: Path | None = None, env: dict | None = N
         try:
             _build(case, resolved, request, work, env, progress or (lambda msg: None))
         except CaseError:
-            work.rename(failed)
+            if work.exists():
+                work.rename(failed)
             raise
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)

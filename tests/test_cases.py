@@ -205,6 +205,15 @@ def test_a_failed_mesher_names_the_step_and_its_log(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith((".lock", ".failed"))] == []
 
 
+def test_unwritable_cache_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path / "file"))
+    done = cases_cli("prepare", "cavity2D", env=env)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"cases: cannot use the case cache {tmp_path}/file/cases (Not a "
+                           f"directory) -- set TOPOFOAM_CACHE to a folder you can write\n")
+
+
 def test_missing_motorbike_geometry(tmp_path):
     env = dict(foam_env(), FOAM_TUTORIALS=str(tmp_path / "none"),
                TOPOFOAM_CACHE=str(tmp_path / "cache"))

@@ -90,7 +90,7 @@ def test_missing_geometry_fails_its_case_clearly(tmp_path):
     done = bench_cli("run", "--partition", "cpu", "--tag", "cases", "--",
                      "-n", "CaseRun%prepared.case=motorbike", env=env)
     assert done.returncode == 1
-    assert (f"sanity error: python -m cases prepare printed no case folder (see its stderr)"
+    assert ("sanity error: python -m cases prepare printed no case folder (see its stderr)"
             in done.stdout)
     stderr = next(tmp_path.glob("reframe/stage/local/cpu/*/PreparedCase_*/rfm_job.err"))
     assert stderr.read_text().splitlines()[-1] == (
