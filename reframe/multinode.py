@@ -54,7 +54,7 @@ class MultiNodeRun(PreparedCaseRun):
         self.nodes = self.num_tasks // RANKS_PER_NODE
         extras = self.current_partition.extras
         self.topology = extras.get('topology', 'local')
-        self.descr = (f'hpcCavity3D on {self.nodes} node(s) x {RANKS_PER_NODE} ranks, '
+        self.descr = (f'cavity2D on {self.nodes} node(s) x {RANKS_PER_NODE} ranks, '
                       f'{self.variant}, {self.launcher_kind}')
         if self.launcher_kind == 'mpirun':
             self.job.launcher = getlauncher('mpirun')()
