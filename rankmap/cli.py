@@ -78,13 +78,14 @@ def cmd_map(args) -> int:
     g, machine = load_graph(args.case), topology.load(args.topology)
     nodes = args.nodes
     hosts = hosts_for(args, nodes)
-    placement, seconds = _place("rankmap", g, machine, nodes, args)
+    placement, seconds = _place(args.placement, g, machine, nodes, args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     outputs.rankfile(placement, hosts, out / "rankfile")
     outputs.slurm_hostfile(placement, hosts, out / "slurm.hostfile")
     outputs.slurm_cpu_maps(placement, hosts, out / "slurm.cpu_bind")
-    scheduledict.write(hierarchical(placement), out / "reductionSchedule", "rankmap")
+    outputs.srun_binding(placement, hosts, out)
+    scheduledict.write(hierarchical(placement), out / "reductionSchedule", args.placement)
     default = mapping.block(g, machine, nodes)
     scheduledict.write(hierarchical(default), out / "reductionSchedule.block", "block")
     costs = analysis.cost_vector(args.cost_system, args.cost_size)
@@ -93,8 +94,8 @@ def cmd_map(args) -> int:
     print(f"rankmap: {g.n} ranks on {nodes} x {machine.describe()}")
     print(analysis.table(result))
     print(f"rankmap: wrote {out}/rankfile (mpirun -rf, or --map-by rankfile:file=), "
-          f"slurm.hostfile, slurm.cpu_bind, reductionSchedule, reductionSchedule.block, "
-          f"analysis.json")
+          f"slurm.hostfile, slurm.cpu_bind, srun.cpu_bind, bind_rank, reductionSchedule, "
+          f"reductionSchedule.block, analysis.json")
     return 0
 
 
@@ -142,6 +143,9 @@ def parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("map", help="rankmap placement + launcher files + schedules")
     common(m)
+    m.add_argument("--placement", default="rankmap", choices=mapping.PLACEMENTS[:3],
+                   help="the placement the launcher files and reductionSchedule are for "
+                        "(default rankmap); reductionSchedule.block is always written")
     m.add_argument("--hosts", help="comma-separated hostnames (default: the Slurm allocation)")
     m.add_argument("--out", required=True, help="output folder")
     m.set_defaults(func=cmd_map)

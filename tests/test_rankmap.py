@@ -251,8 +251,8 @@ def test_cli_map_and_errors(cavity3d, tmp_path):
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "analysis.json", "rankfile", "reductionSchedule", "reductionSchedule.block",
-        "slurm.cpu_bind", "slurm.hostfile"]
+        "analysis.json", "bind_rank", "rankfile", "reductionSchedule",
+        "reductionSchedule.block", "slurm.cpu_bind", "slurm.hostfile", "srun.cpu_bind"]
     assert scheduledict.read(out / "reductionSchedule").edges_per_level()[3] == 2
     for args, message in [
         (["analyze", str(tmp_path / "none"), "--topology", "vsc5", "--nodes", "1"],
@@ -265,6 +265,46 @@ def test_cli_map_and_errors(cavity3d, tmp_path):
                                              if not k.startswith("SLURM_")})
         assert done.returncode == 2
         assert done.stderr.startswith(message) and "Traceback" not in done.stderr
+
+
+def test_cli_map_writes_the_launcher_files_of_the_placement_asked_for(tmp_path):
+    """--placement cyclic: the rankfile, hostfile and CPU maps deal each node's ranks over its
+    NUMA nodes, and reductionSchedule is the schedule of that placement."""
+    out = tmp_path / "out"
+    done = subprocess.run([PYTHON, "-m", "rankmap", "map", "grid:4x4", "--topology",
+                           "pack:1 numa:2 core:4 pu:1", "--nodes", "2", "--hosts", "a,b",
+                           "--placement", "cyclic", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    # 8 ranks a node, 4 cores a NUMA node: ranks alternate between NUMA nodes 0 and 1.
+    assert (out / "slurm.cpu_bind").read_text() == ("a map_cpu:0,4,1,5,2,6,3,7\n"
+                                                   "b map_cpu:0,4,1,5,2,6,3,7\n")
+    assert (out / "slurm.hostfile").read_text().split() == ["a"] * 8 + ["b"] * 8
+    assert "cyclic" in (out / "reductionSchedule").read_text()
+    assert "block" in (out / "reductionSchedule.block").read_text()
+
+
+def test_srun_binding_per_rank_where_the_nodes_lists_differ(tmp_path):
+    """Slurm's map_cpu is one list for every node: where the nodes' lists differ, the
+    bind_rank wrapper binds rank SLURM_PROCID with taskset (real binding, this machine's
+    two cores)."""
+    machine = topology.load("pack:1 core:2 pu:1")
+    same = mapping.Placement("block", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]),
+                             machine, 2)
+    differ = mapping.Placement("rankmap", np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0]),
+                               machine, 2)
+    cpu_bind, wrapper = outputs.srun_binding(same, ["a", "b"], tmp_path)
+    assert cpu_bind.read_text() == "map_cpu:0,1\n"
+    cpu_bind, wrapper = outputs.srun_binding(differ, ["a", "b"], tmp_path)
+    assert cpu_bind.read_text() == "none\n"
+    for rank, cpu in enumerate([0, 1, 1, 0]):
+        done = subprocess.run([str(wrapper), "grep", "Cpus_allowed_list", "/proc/self/status"],
+                              env={"SLURM_PROCID": str(rank), "PATH": "/usr/bin:/bin"},
+                              capture_output=True, text=True)
+        assert done.stdout.split() == ["Cpus_allowed_list:", str(cpu)], done.stderr
+    done = subprocess.run([str(wrapper), "true"], env={"SLURM_PROCID": "4", "PATH": "/bin"},
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "no core for rank 4" in done.stderr
 
 
 def test_cell_distribution_gives_the_processor_graph(tmp_path):
