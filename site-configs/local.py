@@ -115,7 +115,7 @@ else:
         "access": [f"--partition={EmulatedCluster.partition}"],
         "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
         "env_vars": _mpi_env + [["SLURM_MPI_TYPE", "pmix"]]
-                    + [[k, v] for k, v in mpi_env(_emu.subnet).items()],
+                    + [[k, v] for k, v in mpi_env(_emu.subnet, _emu.node_tmp).items()],
         # The declared node, not this machine: what Slurm, rankmap and the checks see.
         "processor": {"num_cpus": _lay.cpus, "num_cpus_per_core": _lay.threads_per_core,
                       "num_sockets": _lay.sockets,

@@ -34,13 +34,20 @@ DEFAULT_LAYOUT = NodeLayout(sockets=1, cores_per_socket=2, threads_per_core=1, m
 
 #: Open MPI across the emulated nodes: TCP on the private subnet, and ranks that yield when
 #: idle (oversubscribed ranks spin otherwise: 83 s instead of 1.4 s for cavity).
-def mpi_env(subnet: str) -> dict[str, str]:
+#: Its session folders and shared-memory files go to ``node_tmp``, which each node's mount
+#: namespace backs with a folder of its own, as real nodes have their own /tmp and /dev/shm.
+#: In the machine's shared /dev/shm, a killed step's segment files (named after node and
+#: step) outlive it, and the next cluster's job ids start at 1 again; that collision is the
+#: suspected cause of rank 0 dying of SIGSEGV in vader's start-up under srun.
+def mpi_env(subnet: str, node_tmp: Path) -> dict[str, str]:
     return {
         "OMPI_MCA_btl": "self,vader,tcp",
         "OMPI_MCA_pml": "ob1",
         "OMPI_MCA_btl_tcp_if_include": f"{subnet}.0/24",
         "OMPI_MCA_oob_tcp_if_include": f"{subnet}.0/24",
         "OMPI_MCA_mpi_yield_when_idle": "1",
+        "OMPI_MCA_btl_vader_backing_directory": str(node_tmp),
+        "OMPI_MCA_orte_tmpdir_base": str(node_tmp),
     }
 
 
@@ -74,6 +81,8 @@ class EmulatedCluster:
         self.addr = {h: f"{self.subnet}.{10 + i}" for i, h in enumerate(self.hosts, 1)}
         self.ctl_addr = f"{self.subnet}.1"
         self.conf = self.root / "slurm.conf"
+        # Slurm's TmpFS: every node's mount namespace puts its own tmp-<node> there.
+        self.node_tmp = self.root / "tmp"
         self.state_file = self.root / "state.json"
         self.munge_socket = Path("/run/topofoam-munge", f"emu{tag}", "munge.socket")
         # Daemons this object started: their exit is known exactly, without reading /proc
@@ -107,7 +116,7 @@ class EmulatedCluster:
     def client_env(self, base: dict | None = None) -> dict[str, str]:
         env = dict(os.environ if base is None else base)
         env["SLURM_CONF"] = str(self.conf)
-        env.update(mpi_env(self.subnet))
+        env.update(mpi_env(self.subnet, self.node_tmp))
         return env
 
     # -- start -----------------------------------------------------------------------------
@@ -165,7 +174,9 @@ class EmulatedCluster:
         for sub in ("state", "spool", "log", "munge", "tmp"):
             (r / sub).mkdir(parents=True, exist_ok=True)
         for host in self.hosts:
-            (r / f"tmp-{host}").mkdir(exist_ok=True)
+            # Nothing of an earlier cluster in this folder survives: its job ids come again.
+            shutil.rmtree(r / f"tmp-{host}", ignore_errors=True)
+            (r / f"tmp-{host}").mkdir()
         for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
             folder.mkdir(parents=True, exist_ok=True)
             folder.chmod(0o755)
@@ -210,7 +221,7 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
         """argv running ``command`` as ``hostname`` with our hosts file (and TmpFS)."""
         mounts = f"mount --bind {self.root / 'hosts'} /etc/hosts"
         if tmpfs:
-            mounts += f" && mount --bind {tmpfs} {self.root / 'tmp'}"
+            mounts += f" && mount --bind {tmpfs} {self.node_tmp}"
         inner = ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c",
                  f"hostname {hostname} && {mounts} && exec {command}"]
         # nsenter, not 'ip netns exec': the latter remounts /sys and breaks Slurm's plugins.
