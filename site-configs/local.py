@@ -22,12 +22,15 @@ Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by
 
 import os
 import sys
+from pathlib import Path
 
 from reframe.utility.cpuinfo import cpuinfo
 
+import sitekit.common
 from localsite import openfoam, paths
 from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
 from localsite.slurm import LocalSlurm
+from rankmap import topology
 
 _results = paths.results_dir()
 _slurm = LocalSlurm()
@@ -54,9 +57,31 @@ _foam_env = [
     ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", str(openfoam.EXAMPLES))],
 ]
 
+# Open MPI's UCX PML, as on the clusters, so that the UCX presets the sweeps set take effect
+# (Debian's /etc/openmpi/openmpi-mca-params.conf turns it off; 'any' lets UCX use shared
+# memory and TCP, which is what this machine has).
+_ucx_env = [
+    ["OMPI_MCA_pml", "ucx"],
+    ["OMPI_MCA_pml_ucx_tls", "any"],
+    ["OMPI_MCA_pml_ucx_devices", "any"],
+]
+
 # ReFrame detects the processor of local partitions by itself; the Slurm node is this same
 # machine, so its detection result is ReFrame's own for this host, not a remote job.
 _processor = cpuinfo()
+
+# What the sweeps (reframe/sweep.py) vary here: 2 ranks on this one node, every placement
+# that differs on it, the UCX thresholds UCX 1.13 takes, Open MPI's own collectives.
+_node = topology.this_machine()
+_sweep = {
+    "topology": "local", "cores": _node.cores, "numa_nodes": _node.n_numa, "nps": "",
+    "ppn": [min(2, _node.cores)], "nodes": [1],
+    "ucx": ["auto", "rndv16k", "rndv128k"], "ucx_inter": ["auto"], "coll": ["default", "han"],
+    "intra2_pairs": [["auto", "default"], ["rndv16k", "default"], ["rndv128k", "default"],
+                     ["auto", "han"]],
+    "mpi": "openmpi4", "node_hour_price": None, "currency": "",
+    "declared_is_real": True, "binds": True,
+}
 
 _partitions = [
     {
@@ -65,7 +90,8 @@ _partitions = [
         "scheduler": "local",
         "launcher": "mpirun",
         "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
-        "env_vars": _mpi_env,
+        "env_vars": _mpi_env + _ucx_env,
+        "extras": _sweep,
         "max_jobs": 1,
     },
 ]
@@ -78,25 +104,15 @@ if _slurm.running().keys() >= {"munged", "slurmctld", "slurmd"}:
         "launcher": "srun",
         "access": [f"--partition={LocalSlurm.partition}"],
         "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
-        "env_vars": _mpi_env + [["SLURM_MPI_TYPE", "pmix"]],
+        "env_vars": _mpi_env + _ucx_env + [["SLURM_MPI_TYPE", "pmix"]],
         "processor": _processor,
+        # task/affinity: srun binds for real on this node.
+        "extras": _sweep,
         "max_jobs": 1,
     })
 else:
     print("local.py: partition 'slurm' left out: the project's local Slurm is not running "
           "-- start it with './bench slurm start' (as root)", file=sys.stderr)
-
-# Test attributes that say nothing about a run's result; left out of the perflog columns.
-_PERFLOG_NOISE = [
-    f"check_{k}" for k in (
-        "job_completion_time", "perfvalues", "build_locally", "build_time_limit", "env_vars",
-        "exclusive_access", "extra_resources", "keep_files", "local", "maintainers",
-        "max_pending_time", "modules", "postbuild_cmds", "postrun_cmds", "prebuild_cmds",
-        "prerun_cmds", "readonly_files", "sourcepath", "sourcesdir", "strict_check",
-        "use_multithreading", "valid_prog_environs", "valid_systems", "variables", "prefix",
-        "num_gpus_per_node", "num_tasks_per_core", "num_tasks_per_socket", "executable_opts",
-    )
-]
 
 _emu = EmulatedCluster()
 if os.geteuid() != 0:
@@ -160,56 +176,10 @@ site_configuration = {
                                     f"{openfoam.lib_dir('scotch')}:$LD_LIBRARY_PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi",
-                       "build_target": "patched"},
+                       "build_target": "patched",
+                       # The cache folder's name: version, build and a hash of the inputs.
+                       "build_id": Path(openfoam.lib_dir("patched")).parent.name},
         },
     ],
-    "general": [
-        {
-            "topology_prefix": str(_results / "reframe" / "topology"),
-            "report_file": str(_results / "reframe" / "reports" / "run-report-{sessionid}.json"),
-            "check_search_recursive": False,
-        },
-    ],
-    "storage": [
-        {
-            # Off by default in ReFrame; named here so that it never writes to ~/.reframe.
-            "enable": False,
-            "sqlite_db_file": str(_results / "reframe" / "results.db"),
-        },
-    ],
-    "logging": [
-        {
-            "handlers": [
-                {
-                    "type": "file",
-                    "name": str(_results / "reframe" / "reframe.log"),
-                    "level": "debug",
-                    "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s",
-                    "append": False,
-                },
-                {
-                    "type": "stream",
-                    "name": "stdout",
-                    "level": "info",
-                    "format": "%(message)s",
-                },
-            ],
-            "handlers_perflog": [
-                {
-                    # One file per system/partition/check; '|'-separated with a header line.
-                    # Every loggable parameter of a check is a column (check_#ALL), so a
-                    # report reads the sweep dimensions without knowing the checks.
-                    "type": "filelog",
-                    "prefix": "%(check_system)s/%(check_partition)s",
-                    "basedir": str(_results / "perflogs"),
-                    "level": "info",
-                    "format": ("%(check_job_completion_time)s|reframe %(version)s|"
-                               "%(check_result)s|%(check_#ALL)s|%(check_perfvalues)s"),
-                    "format_perfvars": "%(check_perf_value)s|%(check_perf_unit)s|",
-                    "ignore_keys": _PERFLOG_NOISE,
-                    "append": True,
-                },
-            ],
-        },
-    ],
+    **sitekit.common.sections(_results),
 }

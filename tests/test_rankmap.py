@@ -10,7 +10,7 @@ import pytest
 
 from conftest import PYTHON, REPO, decomposed_case, foam_env
 
-from rankmap import analysis, graph, mapping, outputs, scheduledict, topology
+from rankmap import graph, mapping, outputs, scheduledict, topology
 from rankmap.balance import enforce_sizes
 from rankmap.errors import InputError
 from rankmap.schedule import hierarchical, openfoam_tree

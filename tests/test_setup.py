@@ -1,12 +1,9 @@
 """site-configs/local/setup.sh: idempotent, and a clear one-line cause when it cannot proceed."""
 
-import os
 import subprocess
 import time
 
-import pytest
-
-from conftest import REPO, as_nobody, needs_root
+from conftest import REPO, needs_root
 
 SETUP = REPO / "site-configs" / "local" / "setup.sh"
 

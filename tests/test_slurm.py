@@ -1,13 +1,12 @@
 """The local Slurm: real munged/slurmctld/slurmd, started and stopped by PID, clear failures."""
 
-import os
 import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, as_nobody, free_port, needs_root
+from conftest import REPO, as_nobody, needs_root
 
 from localsite.slurm import LocalSlurm, SlurmError, detect_layout
 

@@ -4,6 +4,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
+from cases import CASES
 from cases.sanity import evaluate
 from topofoam.solverlog import OpenFOAMSolverMixin
 
@@ -26,6 +27,13 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
 
     @run_after('setup')
     def set_solver(self):
+        if self.is_dry_run():
+            # Nothing was prepared: the job script needs only the solver's name.
+            self.case = self.prepared.case
+            self.size = self.prepared.size
+            self.solver = self.executable = CASES[self.prepared.case].solver
+            self.executable_opts = ['-parallel']
+            return
         facts = self.prepared.facts()
         self.case = facts.case
         self.size = facts.size

@@ -77,6 +77,7 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     partitions = _partition_list(args.partition)
     if args.partition is None and os.geteuid() != 0:
         partitions = ["cpu"]
@@ -150,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         failed += failures or (cases == 0)
     print(f"  perflogs: {results / 'perflogs' / 'local'}")
     print(f"  results:  {results}")
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    print(f"  took:     {minutes} min {seconds} s")
     return 1 if failed else 0
 
 

@@ -1,0 +1,179 @@
+"""The sweeps: seed 000's optimization variants and seed 002's staged runtime tuning.
+
+They run on every partition whose site configuration gives sweep values (site-configs/:
+topology, processes per node, node counts, UCX and collective presets); what a combination
+does not apply to (cyclic placement on one NUMA node, ud transports below 4 nodes, a preset
+the partition lacks) is not listed for that partition. Tags:
+
+  variants  standard / global / local+global x placement (block, cyclic over NUMA nodes,
+            rankmap) at every node count (seed 000 Table 4, Fig. 5-6)
+  intra1    processes per node on one node (seed 002 Test intra1)
+  intra2    NPS (the partitions) x placement x (UCX, collectives) pairs on one node
+  inter1    UCX inter-node presets per node count (seed 002 Test inter1)
+  inter2    the best settings per node count (Test inter2)
+  cost      standard and local+global at every node count, for node-hours (section 4)
+
+Every run's final fields must match those of the standard run of its case and layout with
+the partition's settings, which runs first as a fixture (``*Reference``). Stages after intra1
+take the best settings so far from $TOPOFOAM_TUNING (topofoam/sweep.py).
+The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
+"""
+
+import reframe as rfm
+from reframe.core.builtins import fixture, parameter, run_after
+
+from sitekit import presets
+from topofoam import sweep
+from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedCase
+from topofoam.sweep import CaseCopy, Settings, SweepRun
+
+
+def _fmt(layout):
+    return f'{layout[0]}x{layout[1]}'
+
+
+class _PreparedLayout(PreparedCase):
+    """The case decomposed for a (nodes, processes per node) layout of the stage."""
+
+    layout = parameter([(1, 1)], fmt=_fmt)
+
+    @run_after('init')
+    def set_subdomains(self):
+        nodes, ppn = self.layout
+        self.num_subdomains = nodes * ppn
+
+
+class VariantCase(_PreparedLayout):
+    case = parameter(['pitzDaily', 'laplacianFoam'])    # seed 000's cases
+    layout = parameter(sweep.layouts('all'), fmt=_fmt)
+
+
+class Intra1Case(_PreparedLayout):
+    case = parameter(['motorbike'])                     # seed 002's HPC_motorbike
+    layout = parameter(sweep.layouts('intra1'), fmt=_fmt)
+
+
+class Intra2Case(_PreparedLayout):
+    case = parameter(['motorbike'])
+    layout = parameter(sweep.layouts('intra2'), fmt=_fmt)
+
+
+class InterCase(_PreparedLayout):
+    case = parameter(['motorbike'])
+    layout = parameter(sweep.layouts('inter'), fmt=_fmt)
+
+
+class CostCase(_PreparedLayout):
+    case = parameter(['motorbike'])
+    layout = parameter(sweep.layouts('all'), fmt=_fmt)
+
+
+class _Reference(SweepRun):
+    """The standard run of a stage's case at a layout, with the partition's settings: the
+    fields every other run of the stage on that layout must match (topofoam/fields.py)."""
+
+    build = fixture(PatchedOpenFOAMBuild, scope='environment')
+    valid_prog_environs = ['+reduction-schedule']
+
+
+class VariantReference(_Reference):
+    prepared = fixture(VariantCase, scope='environment')
+
+
+class Intra1Reference(_Reference):
+    prepared = fixture(Intra1Case, scope='environment')
+
+
+class Intra2Reference(_Reference):
+    prepared = fixture(Intra2Case, scope='environment')
+
+
+class InterReference(_Reference):
+    prepared = fixture(InterCase, scope='environment')
+
+
+class CostReference(_Reference):
+    prepared = fixture(CostCase, scope='environment')
+
+
+class _Stage(SweepRun):
+    """A stage's run: ``standard_run`` (a fixture) brings the prepared case."""
+
+    build = fixture(PatchedOpenFOAMBuild, scope='environment')
+    valid_prog_environs = ['+reduction-schedule']
+
+    @property
+    def prepared(self):
+        return CaseCopy(self.standard_run)
+
+    def applies(self, part, nodes, ppn):
+        return super().applies(part, nodes, ppn) and ppn == Settings(part).ppn
+
+
+@rfm.simple_test
+class VariantRun(_Stage):
+    """Seed 000's variants x placement, at every node count of the partition."""
+
+    variant = parameter(['standard', 'global', 'local+global'])
+    binding = parameter(list(presets.BINDINGS))
+    standard_run = fixture(VariantReference, scope='environment')
+    tags = {'sweep', 'variants'}
+
+
+@rfm.simple_test
+class Intra1Run(_Stage):
+    """Processes per node on one node, defaults otherwise."""
+
+    binding = parameter(['block'])
+    standard_run = fixture(Intra1Reference, scope='environment')
+    tags = {'sweep', 'intra1'}
+
+    def applies(self, part, nodes, ppn):
+        return SweepRun.applies(self, part, nodes, ppn) and ppn in part.extras['ppn']
+
+
+@rfm.simple_test
+class Intra2Run(_Stage):
+    """Placement x (UCX, collectives) pairs on one node, on every NPS partition."""
+
+    binding = parameter(['block', 'cyclic'])
+    ucx = parameter(sweep.union('ucx') or [''])
+    coll = parameter(sweep.union('coll') or [''])
+    standard_run = fixture(Intra2Reference, scope='environment')
+    tags = {'sweep', 'intra2'}
+
+    def applies(self, part, nodes, ppn):
+        return (super().applies(part, nodes, ppn)
+                and [self.ucx, self.coll] in part.extras['intra2_pairs'])
+
+
+@rfm.simple_test
+class Inter1Run(_Stage):
+    """UCX inter-node presets at every node count above one, best intra settings."""
+
+    ucx_inter = parameter(sweep.union('ucx_inter') or [''])
+    standard_run = fixture(InterReference, scope='environment')
+    tags = {'sweep', 'inter1'}
+
+
+@rfm.simple_test
+class Inter2Run(_Stage):
+    """The best settings found so far, per node count above one."""
+
+    standard_run = fixture(InterReference, scope='environment')
+    tags = {'sweep', 'inter2'}
+
+
+@rfm.simple_test
+class CostRun(_Stage):
+    """Standard and local+global at every node count: node-hours and the cost optimum."""
+
+    variant = parameter(['standard', 'local+global'])
+    binding = parameter(['', 'rankmap'])
+    standard_run = fixture(CostReference, scope='environment')
+    tags = {'sweep', 'cost'}
+
+    def applies(self, part, nodes, ppn):
+        # standard keeps the best placement so far ('' = Settings); local+global is rankmap's.
+        paired = (self.variant == 'standard') == (self.binding == '')
+        return paired and super().applies(part, nodes, ppn)

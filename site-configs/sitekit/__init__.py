@@ -1,0 +1,3 @@
+"""What every site configuration of TopoFOAM bench shares: the tuning presets the sweeps
+name (presets.py), the logging and perflog layout (common.py), and the builder of a Slurm
+cluster site (cluster.py) that vsc5.py, hpc2.py and oci.py fill in with their facts."""

@@ -1,0 +1,74 @@
+"""Sections every site configuration shares: where ReFrame writes, and the perflog layout
+the report reads (one '|'-separated file per system/partition/check, every loggable
+parameter a column)."""
+
+from pathlib import Path
+
+# Test attributes that say nothing about a run's result; left out of the perflog columns.
+PERFLOG_NOISE = [
+    f"check_{k}" for k in (
+        "job_completion_time", "perfvalues", "build_locally", "build_time_limit", "env_vars",
+        "exclusive_access", "extra_resources", "keep_files", "local", "maintainers",
+        "max_pending_time", "modules", "postbuild_cmds", "postrun_cmds", "prebuild_cmds",
+        "prerun_cmds", "readonly_files", "sourcepath", "sourcesdir", "strict_check",
+        "use_multithreading", "valid_prog_environs", "valid_systems", "variables", "prefix",
+        "num_gpus_per_node", "num_tasks_per_core", "num_tasks_per_socket", "executable_opts",
+    )
+]
+
+
+def sections(results: Path) -> dict:
+    """The ``general``, ``storage`` and ``logging`` sections, writing under ``results``."""
+    # ReFrame opens its log file there before it creates any folder.
+    (results / "reframe").mkdir(parents=True, exist_ok=True)
+    return {
+        "general": [
+            {
+                "topology_prefix": str(results / "reframe" / "topology"),
+                "report_file": str(results / "reframe" / "reports" / "run-report-{sessionid}.json"),
+                "check_search_recursive": False,
+            },
+        ],
+        "storage": [
+            {
+                # Off by default in ReFrame; named here so that it never writes to ~/.reframe.
+                "enable": False,
+                "sqlite_db_file": str(results / "reframe" / "results.db"),
+            },
+        ],
+        "logging": [
+            {
+                "handlers": [
+                    {
+                        "type": "file",
+                        "name": str(results / "reframe" / "reframe.log"),
+                        "level": "debug",
+                        "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s",
+                        "append": False,
+                    },
+                    {
+                        "type": "stream",
+                        "name": "stdout",
+                        "level": "info",
+                        "format": "%(message)s",
+                    },
+                ],
+                "handlers_perflog": [
+                    {
+                        # One file per system/partition/check; '|'-separated with a header line.
+                        # Every loggable parameter of a check is a column (check_#ALL), so a
+                        # report reads the sweep dimensions without knowing the checks.
+                        "type": "filelog",
+                        "prefix": "%(check_system)s/%(check_partition)s",
+                        "basedir": str(results / "perflogs"),
+                        "level": "info",
+                        "format": ("%(check_job_completion_time)s|reframe %(version)s|"
+                                   "%(check_result)s|%(check_#ALL)s|%(check_perfvalues)s"),
+                        "format_perfvars": "%(check_perf_value)s|%(check_perf_unit)s|",
+                        "ignore_keys": PERFLOG_NOISE,
+                        "append": True,
+                    },
+                ],
+            },
+        ],
+    }

@@ -1,0 +1,212 @@
+"""The cluster sites (site-configs/vsc5.py, hpc2.py, oci.py): what ReFrame lists for each
+tuning stage, and the job scripts it would submit, generated with --dry-run (nothing is
+submitted; these machines are not reachable from here)."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, REPO
+
+REFRAME = str(Path(PYTHON).parent / "reframe")
+
+# Test cases per stage, by hand from each site's partitions (one for VSC-5 and hpc2, NPS1 and
+# NPS2 for OCI), the way the seeds designed the stages:
+#   variants  2 cases x node counts x 6 (standard x 3 placements, global x block/cyclic,
+#             local+global x rankmap)
+#   intra1    the processes-per-node candidates, one node
+#   intra2    2 placements x (UCX, collectives) pairs (3 x 2 at VSC-5/hpc2; seed 002's 5 at OCI)
+#   inter1    node counts above 1 x 3 UCX inter presets, minus ud below 4 nodes
+#   inter2    node counts above 1
+#   cost      node counts x (standard, local+global)
+EXPECTED = {
+    "vsc5": {"variants": 2 * 10 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 9 * 3 - 2,
+             "inter2": 9, "cost": 10 * 2},
+    "hpc2": {"variants": 2 * 7 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 6 * 3 - 2,
+             "inter2": 6, "cost": 7 * 2},
+    "oci": {"variants": 2 * (2 * 4 * 6), "intra1": 2 * 4, "intra2": 2 * (2 * 5),
+            "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2)},
+}
+
+
+def reframe(site: str, *args: str, results: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [REFRAME, "-C", f"site-configs/{site}.py", "--system", site, "-c", "reframe", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(results), "TOPOFOAM_RESULTS": str(results),
+             **env})
+
+
+@pytest.mark.parametrize("site", sorted(EXPECTED))
+def test_listing_counts_per_stage(site, tmp_path):
+    done = reframe(site, "-lC", results=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "WARNING" not in done.stdout + done.stderr, done.stdout + done.stderr
+    listed = re.findall(r"^- (\w+)Run .*@\S+$", done.stdout, re.M)
+    by_stage = {stage: 0 for stage in EXPECTED[site]}
+    for check in listed:
+        stage = {"Variant": "variants", "Cost": "cost"}.get(check, check.lower())
+        if stage in by_stage:
+            by_stage[stage] += 1
+    assert by_stage == EXPECTED[site]
+
+
+def job_scripts(site: str, tmp_path: Path, *args: str, **env: str) -> dict[str, str]:
+    """'partition/test folder' -> job script of each Run check the selection makes, via
+    --dry-run."""
+    done = reframe(site, "--dry-run", *args, results=tmp_path, **env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    scripts = {}
+    for script in tmp_path.glob("reframe/stage/*/*/*/*Run_*/rfm_job.sh"):
+        scripts[f"{script.parts[-4]}/{script.parent.name}"] = script.read_text()
+    assert scripts, done.stdout[-2000:]
+    return scripts
+
+
+def lines(script: str, prefix: str) -> list[str]:
+    return [ln for ln in script.splitlines() if ln.startswith(prefix)]
+
+
+SITE_FACTS = {
+    # site: (#SBATCH lines every run has, rankmap topology, solver of the stage's case)
+    "vsc5": (["#SBATCH --partition=zen3_0512", "#SBATCH --qos=zen3_0512",
+              "#SBATCH --account=p70000", "#SBATCH --exclusive"], "vsc5"),
+    "hpc2": (["#SBATCH --partition=compute", "#SBATCH --exclusive"], "hpc2"),
+    "oci": (["#SBATCH --exclusive"], "oci-nps"),
+}
+
+
+@pytest.mark.parametrize("site", sorted(SITE_FACTS))
+def test_inter1_job_scripts(site, tmp_path):
+    """Every inter1 job: the site's #SBATCH lines, nodes x ranks per node as its layout says,
+    rankmap's placement for the allocation, srun with the arbitrary distribution and the CPU
+    map, and exactly the UCX settings of its preset."""
+    sbatch, topology = SITE_FACTS[site]
+    scripts = job_scripts(site, tmp_path, "-t", "inter1")
+    assert len(scripts) == EXPECTED[site]["inter1"]
+    for name, script in scripts.items():
+        for line in sbatch:
+            assert line in script.splitlines(), (name, line)
+        ntasks = int(lines(script, "#SBATCH --ntasks=")[0].split("=")[1])
+        ppn = int(lines(script, "#SBATCH --ntasks-per-node=")[0].split("=")[1])
+        nodes = ntasks // ppn
+        assert nodes >= 2 and ntasks == nodes * ppn
+        assert ppn == {"vsc5": 128, "hpc2": 48, "oci": 36}[site]
+        (rankmap,) = [ln for ln in script.splitlines() if " -m rankmap map " in ln]
+        assert re.search(rf"--topology '{topology}\w*' --nodes {nodes} --placement block "
+                         r"--hosts \$\(paste -sd, hosts.alloc\) --out map", rankmap), rankmap
+        assert "export SLURM_HOSTFILE=$PWD/map/slurm.hostfile" in script
+        assert lines(script, "srun ")[-1] == (
+            "srun --distribution=arbitrary --cpu-bind=$(cat map/srun.cpu_bind) map/bind_rank "
+            "simpleFoam -parallel")
+        ucx = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export UCX_"))
+        tls = ucx.get("UCX_TLS")
+        if tls is None:         # the 'auto' preset sets nothing
+            assert ucx == {}
+        else:
+            assert tls in ("self,sm,rc", "self,sm,ud")
+            assert ucx["UCX_ZCOPY_THRESH"] == "128kb"
+            assert ucx["UCX_RNDV_THRESH"] == ("inter:128kb" if site == "oci" else "128kb")
+            if tls.endswith("ud"):
+                assert nodes >= 4
+            # Every rank gets the settings (Open MPI's mpirun forwards what this names).
+            forwarded = lines(script, "export OMPI_MCA_mca_base_env_list=")[0]
+            assert all(k in forwarded for k in ucx)
+
+
+def test_intra2_job_scripts_on_oci_pair_ucx_with_collectives(tmp_path):
+    """Seed 002's five (UCX_RNDV_THRESH, collectives) pairs on each NPS partition, each
+    placement, with the intra-node threshold in UCX's intra: form."""
+    scripts = job_scripts("oci", tmp_path, "-t", "intra2")
+    seen = set()
+    for name, script in scripts.items():
+        env = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export ")
+                   if not ln.startswith("export OMPI_MCA_mca_base_env_list"))
+        partition = lines(script, "#SBATCH --partition=")[0].split("=")[1]
+        placement = re.search(r"--placement (\w+)", script).group(1)
+        seen.add((partition, placement, env.get("UCX_RNDV_THRESH", "auto"),
+                  env["OMPI_MCA_coll_hcoll_enable"], env["OMPI_MCA_coll_ucc_enable"]))
+    pairs = {("auto", "1", "0"), ("intra:16kb,inter:auto", "1", "0"),
+             ("intra:16kb,inter:auto", "0", "1"), ("intra:128kb,inter:auto", "1", "0"),
+             ("intra:128kb,inter:auto", "0", "1")}
+    assert seen == {(p, b, *pair) for p in ("nps1", "nps2") for b in ("block", "cyclic")
+                    for pair in pairs}
+
+
+@pytest.mark.parametrize("site, launch", [
+    ("vsc5", "mpirun -np 256 -rf map/rankfile"),                         # Open MPI 4
+    ("oci", "mpirun -np 72 --map-by rankfile:file=map/rankfile"),        # Open MPI 5
+])
+def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
+    # -n matches the display name without its spaces.
+    scripts = job_scripts(site, tmp_path, "-S", "launcher_kind=mpirun", "-n",
+                          r"VariantRun%variant=local\+global.*%standard_run.prepared.case="
+                          r"pitzDaily%standard_run.prepared.layout=2x")
+    (script,) = scripts.values() if site == "vsc5" else [
+        s for s in scripts.values() if "--partition=nps2" in s]
+    assert lines(script, "mpirun ")[-1] == f"{launch} simpleFoam -parallel"
+    assert "--placement rankmap" in script
+    assert "SLURM_HOSTFILE" not in script
+
+
+def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
+    """OCI intra2: 20 runs of one node for at most an hour each; per partition the case
+    prepared once (a one-node job of at most 2 hours) and its standard run (one node, an
+    hour); the build runs on the login node."""
+    done = subprocess.run([PYTHON, "-m", "topofoam.plan", "-C", "site-configs/oci.py",
+                           "--system", "oci", "-t", "intra2"], cwd=REPO, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = {ln.split()[0]: ln.split()[1:] for ln in done.stdout.splitlines()[1:]}
+    assert rows["Intra2Run"] == ["20", "1", "20.0", "0"]
+    assert rows["Intra2Reference"] == ["2", "1", "2.0", "0"]
+    assert rows["Intra2Case"] == ["2", "1", "4.0", "0"]
+    assert rows["PatchedOpenFOAMBuild"] == ["0", "0", "0.0", "2"]
+    assert rows["total"] == ["24", "1", "26.0", "2"]
+
+
+def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
+    config = tmp_path / "bad.py"
+    text = (REPO / "site-configs" / "hpc2.py").read_text()
+    config.write_text(text.replace("coll=['default', 'han']", "coll=['default', 'hcol']"))
+    done = subprocess.run([REFRAME, "-C", str(config), "--system", "hpc2", "-c", "reframe",
+                           "-l"], cwd=REPO, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                               "TOPOFOAM_RESULTS": str(tmp_path)})
+    assert done.returncode != 0
+    assert ("partition compute: unknown coll preset(s) ['hcol'] -- choose from ['default', "
+            "'han', 'hcoll', 'tuned', 'ucc'] (site-configs/sitekit/presets.py)"
+            in done.stdout + done.stderr)
+
+
+def test_a_tuning_file_sets_what_later_stages_run(tmp_path):
+    """Seed 002's outcome on NPS2 as a tuning file: inter2 there runs 32 ranks per node,
+    cyclic, with the intra-node threshold and, at 4 nodes, the rc preset, merged into one
+    UCX_RNDV_THRESH; NPS1, absent from the file, keeps the defaults."""
+    tuning = tmp_path / "tuning.json"
+    tuning.write_text(json.dumps({"nps2": {
+        "ppn": 32, "binding": "cyclic", "ucx": "rndv16k-intra", "coll": "ucc",
+        "ucx_inter": {"4": "rc-128k"}}}))
+    scripts = job_scripts("oci", tmp_path / "results", "-t", "inter2",
+                          TOPOFOAM_TUNING=str(tuning))
+    seen = set()
+    for name, script in scripts.items():
+        partition = name.split("/")[0]
+        ppn = int(lines(script, "#SBATCH --ntasks-per-node=")[0].split("=")[1])
+        nodes = int(lines(script, "#SBATCH --ntasks=")[0].split("=")[1]) // ppn
+        env = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export ")
+                   if not ln.startswith("export OMPI_MCA_mca_base_env_list"))
+        placement = re.search(r"--placement (\w+)", script).group(1)
+        seen.add((partition, nodes, ppn, placement, env.get("UCX_RNDV_THRESH"),
+                  env.get("UCX_TLS"), env["OMPI_MCA_coll_ucc_enable"]))
+    assert seen == {
+        ("nps1", 2, 36, "block", None, None, "0"),
+        ("nps1", 4, 36, "block", None, None, "0"),
+        ("nps1", 8, 36, "block", None, None, "0"),
+        ("nps2", 2, 32, "cyclic", "intra:16kb,inter:auto", None, "1"),
+        ("nps2", 4, 32, "cyclic", "intra:16kb,inter:128kb", "self,sm,rc", "1"),
+        ("nps2", 8, 32, "cyclic", "intra:16kb,inter:auto", None, "1"),
+    }

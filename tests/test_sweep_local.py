@@ -1,0 +1,121 @@
+"""The sweeps on this machine for real: seed 000's variants x placements on the local
+scheduler (mpirun with rankmap's rankfile) and on the local Slurm (srun with the arbitrary
+distribution and --cpu-bind), through Open MPI's UCX PML."""
+
+import csv
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import IS_ROOT, PYTHON, REPO, bench_cli, free_port
+
+PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
+
+# On one NUMA node cyclic is block, so it is not run: standard with block and rankmap's
+# placement, global (block), local+global (rankmap), for pitzDaily and laplacianFoam.
+COMBINATIONS = sorted((case, variant, binding)
+                      for case in ("laplacianFoam", "pitzDaily")
+                      for variant, binding in (("standard", "block"), ("standard", "rankmap"),
+                                               ("global", "block"),
+                                               ("local+global", "rankmap")))
+
+
+def read_perflog(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="|"))
+
+
+def env_for(results: Path) -> dict:
+    return dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"),
+                TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()))
+
+
+@pytest.fixture(scope="module")
+def variants_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "variants",
+                     env=env_for(results), timeout=1800)
+    return done, results
+
+
+def test_variants_pass_on_both_partitions(variants_run):
+    done, _ = variants_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for partition in PARTITIONS:
+        # 8 runs, a standard run (the fields' reference) and a prepared case per case, the
+        # build fixture.
+        assert f"  local:{partition}: 13/13 test cases passed" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("partition", PARTITIONS)
+def test_perflog_rows_carry_every_setting(variants_run, partition):
+    """One row per combination with its settings, the build, the node list and what the
+    presets set; every rank ran on the CPU its placement gives (checked by the sanity)."""
+    _, results = variants_run
+    rows = read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
+    assert sorted((r["case"], r["variant"], r["binding"]) for r in rows) == COMBINATIONS
+    for row in rows:
+        assert row["result"] == "pass"
+        assert (row["nodes"], row["ppn"], row["num_tasks"]) == ("1", "2", "2")
+        assert (row["ucx"], row["coll"], row["run_env"]) == ("auto", "default", "")
+        assert re.fullmatch(r"v1912\.\S+-patched-[0-9a-f]{16}", row["openfoam_build"])
+        assert row["core_binding"] == "verified"
+        assert row["launcher_kind"] == {"cpu": "mpirun", "slurm": "srun"}[partition]
+        assert row["nodelist"] == os.uname().nodename
+        assert float(row["node_hours_value"]) == pytest.approx(
+            float(row["wall_value"]) / 3600)
+        placed = (Path(row["outputdir"]) / "placement.txt").read_text().split("\n")
+        cpus = sorted(line.split()[3] for line in placed if line)
+        assert cpus == ["0", "1"]
+
+
+@pytest.mark.parametrize("preset, threshold", [("rndv16k", "16K"), ("rndv128k", "128K")])
+def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
+    """The intra2 stage's UCX preset, with UCX's protocol table switched on: the solver log
+    shows that the ranks' UCX starts rendezvous at the preset's threshold. (Building that table,
+    UCX 1.13 raises a floating-point exception in ucp_proto_perf_envelope_make, which
+    OpenFOAM's trap turns into a crash: FOAM_SIGFPE=false for this run.)"""
+    done = bench_cli("run", "--partition", "cpu", "--tag", "intra2", "--",
+                     "-n", f"Intra2Run%variant=standard.*%ucx={preset}%",
+                     "-S", "env_vars=UCX_PROTO_ENABLE:y,UCX_PROTO_INFO:y,FOAM_SIGFPE:false",
+                     env=env_for(tmp_path), timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (row,) = read_perflog(tmp_path / "perflogs" / "local" / "cpu" / "Intra2Run.log")
+    assert row["run_env"] == f"UCX_RNDV_THRESH={threshold.lower()}b"
+    log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
+    rendezvous = re.findall(r"\|\s+(\S+)\.\.inf \| \(\?\) rendezvous", log)
+    assert rendezvous and set(rendezvous) == {threshold}, log[:3000]
+
+
+def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
+    """intra1 and intra2 for real on the local scheduler; topofoam.tuning picks the fastest
+    combination (median wall time) per stage, and the cost stage then runs with it."""
+    done = bench_cli("run", "--partition", "cpu", "--tag", "intra[12]",
+                     env=env_for(tmp_path), timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    perflogs = tmp_path / "perflogs" / "local"
+    out = tmp_path / "tuning.json"
+    made = subprocess.run([PYTHON, "-m", "topofoam.tuning", str(perflogs), "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    rows = read_perflog(perflogs / "cpu" / "Intra2Run.log")
+    fastest = min(rows, key=lambda r: float(r["wall_value"]))
+    assert json.loads(out.read_text()) == {"cpu": {
+        "ppn": 2, "binding": fastest["binding"], "ucx": fastest["ucx"],
+        "coll": fastest["coll"]}}
+    # The next stage reads such a file: the standard cost run takes its placement and presets
+    # (none of them the defaults, so that taking them shows).
+    out.write_text(json.dumps({"cpu": {"ppn": 2, "binding": "rankmap", "ucx": "rndv128k",
+                                       "coll": "han"}}))
+    env = dict(env_for(tmp_path / "next"), TOPOFOAM_TUNING=str(out))
+    (tmp_path / "next").mkdir()
+    done = bench_cli("run", "--partition", "cpu", "--tag", "cost", "--",
+                     "-n", "CostRun%variant=standard", env=env, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (row,) = read_perflog(tmp_path / "next" / "perflogs" / "local" / "cpu" / "CostRun.log")
+    assert (row["binding"], row["ucx"], row["coll"], row["run_env"]) == (
+        "rankmap", "rndv128k", "han", "UCX_RNDV_THRESH=128kb OMPI_MCA_coll_han_priority=100")
