@@ -119,3 +119,37 @@ def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
     (row,) = read_perflog(tmp_path / "next" / "perflogs" / "local" / "cpu" / "CostRun.log")
     assert (row["binding"], row["ucx"], row["coll"], row["run_env"]) == (
         "rankmap", "rndv128k", "han", "UCX_RNDV_THRESH=128kb OMPI_MCA_coll_han_priority=100")
+
+
+def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
+    """The variants run as a baseline: topofoam.references writes one reference per partition
+    and setting; a run within the tolerance passes, and against references a hundred times
+    faster than this machine the same run fails its performance stage, naming the wall time."""
+    import yaml
+    _, results = variants_run
+    refs = tmp_path / "refs"
+    made = subprocess.run([PYTHON, "-m", "topofoam.references", str(results / "perflogs" / "local"),
+                           "--out", str(refs / "local.yaml"), "--tolerance", "3.0"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    data = yaml.safe_load((refs / "local.yaml").read_text())
+    rows = read_perflog(results / "perflogs" / "local" / "cpu" / "VariantRun.log")
+    assert sorted(data) == ["VariantRun"]        # no references for the standard fixtures
+    assert data["VariantRun"]["$index"] == ["$partition", "setting"]
+    cpu = data["VariantRun"]["local:cpu"]
+    assert sorted(cpu) == sorted(r["setting"] for r in rows)
+    for row in rows:
+        assert cpu[row["setting"]]["wall"] == [round(float(row["wall_value"]), 4), None, 3.0,
+                                               "s"]
+    one = ["-n", r"VariantRun%variant=standard%binding=block.*pitzDaily"]
+    done = bench_cli("run", "--partition", "cpu", "--tag", "variants", "--", *one,
+                     env=dict(env_for(tmp_path / "pass"), TOPOFOAM_REFERENCES=str(refs)))
+    assert done.returncode == 0, done.stdout[-3000:]
+    for setting in cpu:
+        cpu[setting]["wall"][0] /= 100
+    (refs / "local.yaml").write_text(yaml.safe_dump(data))
+    done = bench_cli("run", "--partition", "cpu", "--tag", "variants", "--", *one,
+                     env=dict(env_for(tmp_path / "fail"), TOPOFOAM_REFERENCES=str(refs)))
+    assert done.returncode == 1
+    assert re.search(r"FAILED VariantRun %variant=standard %binding=block .*pitzDaily.* fail "
+                     r"in performance: .*wall", done.stdout), done.stdout[-3000:]

@@ -27,7 +27,7 @@ from reframe.core.builtins import (parameter, performance_function, run_after,
 from reframe.core.runtime import runtime
 
 from cases import Prepared
-from sitekit import presets
+from sitekit import common, presets
 from topofoam import fields
 from topofoam.runs import PreparedCaseRun
 
@@ -128,6 +128,9 @@ class SweepRun(PreparedCaseRun):
     openfoam_build = variable(str, value='', loggable=True)
     nodelist = variable(str, value='', loggable=True)
     core_binding = variable(str, value='', loggable=True)
+    #: Everything that sets a run's time, in one key: case/size/NODESxPPN/variant/binding/
+    #: ucx/coll/ucx_inter. Performance references are indexed by partition and this key.
+    setting = variable(str, value='', loggable=True)
     #: srun or mpirun instead of the partition's launcher (-S launcher_kind=mpirun).
     launcher_kind = variable(str, value='', loggable=True)
     time_limit = '1h'
@@ -202,11 +205,24 @@ class SweepRun(PreparedCaseRun):
             self.env_vars['OMPI_MCA_mca_base_env_list'] = (
                 '"${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}'
                 + ';'.join(forward) + '"')
+        self.setting = '/'.join([self.case, self.size, f'{self.nodes}x{self.ppn}', self.variant,
+                                 self.binding, self.ucx, self.coll,
+                                 self.ucx_inter if self.nodes > 1 else '-'])
+        self.use_references()
         binds = x.get('binds', False) and x.get('declared_is_real', False)
         self.core_binding = 'verified' if binds else 'not verifiable on this partition'
         self.descr = (f'{self.case} on {self.nodes} node(s) x {self.ppn}, {self.variant}, '
                       f'{self.binding}, ucx {self.ucx}, coll {self.coll}'
                       + (f', inter {self.ucx_inter}' if self.nodes > 1 else ''))
+
+    def use_references(self):
+        """The site's references (sitekit.common.references_file), if it has them: a run
+        slower than its reference by more than the tolerance fails the performance stage.
+        Emulated timings have none, and neither have the standard runs that serve as
+        fixtures: their parents' sanity needs their fields, not their speed."""
+        path = common.references_file(self.current_system.name)
+        if self.timing == 'measured' and not self.is_fixture() and path.exists():
+            self.reference = {'$ref': str(path)}    # absolute: no prefix is joined to it
 
     @run_before('run')
     def keep_a_pristine_case(self):

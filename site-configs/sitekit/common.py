@@ -2,7 +2,17 @@
 the report reads (one '|'-separated file per system/partition/check, every loggable
 parameter a column)."""
 
+import os
 from pathlib import Path
+
+#: site-configs/references: one file of performance references per system.
+REFERENCES = Path(__file__).resolve().parents[1] / "references"
+
+
+def references_file(system: str) -> Path:
+    """The performance references of ``system`` (python -m topofoam.references writes them
+    from a baseline run), in $TOPOFOAM_REFERENCES or site-configs/references."""
+    return Path(os.environ.get("TOPOFOAM_REFERENCES", REFERENCES)) / f"{system}.yaml"
 
 # Test attributes that say nothing about a run's result; left out of the perflog columns.
 PERFLOG_NOISE = [
