@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankmap.errors import InputError
 from rankmap.graph import CommGraph
 from rankmap.mapping import Placement
 from rankmap.schedule import hierarchical, openfoam_tree
@@ -15,21 +16,32 @@ from rankmap.topology import LEVELS
 LATENCY_CSV = Path(__file__).with_name("p2p_latency_us.csv")
 
 
-def cost_vector(system: str = "vsc5", size: int = 1000) -> list[float]:
-    """Round-trip time in us per level (seed 000 Table 2); a level a system lacks takes the
-    next faster level's time (on LEC hpc2 a NUMA domain is one NUMA node)."""
-    with open(LATENCY_CSV) as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+def cost_vector(system: str = "vsc5", size: int = 1000,
+                table: Path | str | None = None) -> list[float]:
+    """Round-trip time in us per level for ``system`` at ``size`` scalars, from ``table`` (the
+    format of seed 000 Table 2, p2p_latency_us.csv, which is the default; the p2p check's
+    measurements convert to it); a level a system lacks takes the next faster level's time
+    (on LEC hpc2 a NUMA domain is one NUMA node)."""
+    table = Path(table or LATENCY_CSV)
+    try:
+        with open(table) as f:
+            rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    except OSError as e:
+        raise InputError(f"cannot read the latency table {table}: {e.strerror}") from None
     for row in rows:
-        if row["system"] == system and int(row["size"]) == size:
+        if row.get("system") == system and str(row.get("size")) == str(size):
             costs, last = [], 0.0
             for level in LEVELS:
-                last = float(row[level]) if row[level] else last
+                try:
+                    last = float(row[level]) if row.get(level) else last
+                except ValueError:
+                    raise InputError(f"{table}: {level} of {system} at {size} is "
+                                     f"'{row[level]}', not a number") from None
                 costs.append(last)
             return costs
-    systems = sorted({(r["system"], int(r["size"])) for r in rows})
-    raise ValueError(f"no latency row for {system} at {size} bytes in {LATENCY_CSV}; "
-                     f"have {systems}")
+    have = sorted({(r.get("system"), r.get("size")) for r in rows})
+    raise InputError(f"no latency row for {system} at size {size} in {table}; have {have} "
+                     f"-- choose --cost-system/--cost-size from those")
 
 
 def analyze(graph: CommGraph, placement: Placement, costs: list[float],

@@ -88,7 +88,7 @@ def cmd_map(args) -> int:
     scheduledict.write(hierarchical(placement), out / "reductionSchedule", args.placement)
     default = mapping.block(g, machine, nodes)
     scheduledict.write(hierarchical(default), out / "reductionSchedule.block", "block")
-    costs = analysis.cost_vector(args.cost_system, args.cost_size)
+    costs = analysis.cost_vector(args.cost_system, args.cost_size, args.cost_table)
     result = [analysis.analyze(g, default, costs), analysis.analyze(g, placement, costs, seconds)]
     (out / "analysis.json").write_text(json.dumps(result, indent=1))
     print(f"rankmap: {g.n} ranks on {nodes} x {machine.describe()}")
@@ -112,7 +112,7 @@ def cmd_schedule(args) -> int:
 
 def cmd_analyze(args) -> int:
     g, machine = load_graph(args.case), topology.load(args.topology)
-    costs = analysis.cost_vector(args.cost_system, args.cost_size)
+    costs = analysis.cost_vector(args.cost_system, args.cost_size, args.cost_table)
     results = []
     for name in args.placement.split(","):
         placement, seconds = _place(name, g, machine, args.nodes, args)
@@ -140,6 +140,8 @@ def parser() -> argparse.ArgumentParser:
                         help="partitioner for each level of the hierarchy (default scotch)")
         sp.add_argument("--cost-system", default="vsc5", help="latency table row (vsc5, hpc2)")
         sp.add_argument("--cost-size", type=int, default=1000, help="message size in the table")
+        sp.add_argument("--cost-table", help="latency table in seed 000's format (default: its "
+                        "Table 2; python -m topofoam.p2p writes one from the p2p check)")
 
     m = sub.add_parser("map", help="rankmap placement + launcher files + schedules")
     common(m)

@@ -178,3 +178,26 @@ def load(spec: str) -> Node:
     raise InputError(f"unknown topology '{spec}' -- give a preset ({', '.join(PRESETS)}), "
                      f"'local', an hwloc XML file, or a synthetic description like "
                      f"'pack:2 numa:8 core:8 pu:1'")
+
+
+def core_pair(node: Node, level: str) -> tuple[int, int] | None:
+    """OS CPU indexes of two cores whose path is ``level`` (one of LEVELS), or None where the
+    node has no such pair; for inter_node, the first core of each of two nodes."""
+    first = {}
+    for core in range(node.cores):      # first core of each (domain, NUMA node)
+        first.setdefault((int(node.domain[core]), int(node.numa[core])), core)
+    pairs = {
+        "intra_numa_node": [(a, b) for a in range(node.cores) for b in range(a + 1, node.cores)
+                            if node.numa[a] == node.numa[b]][:1],
+        "inter_numa_node": [(first[(d, m)], first[(d2, m2)]) for (d, m) in first
+                            for (d2, m2) in first if d == d2 and m < m2][:1],
+        "inter_numa_domain": [(first[(d, m)], first[(d2, m2)]) for (d, m) in first
+                              for (d2, m2) in first if d < d2][:1],
+        "inter_node": [(0, 0)],
+    }
+    if level not in pairs:
+        raise InputError(f"unknown level '{level}' -- choose from {', '.join(LEVELS)}")
+    if not pairs[level]:
+        return None
+    a, b = pairs[level][0]
+    return int(node.pu_os[a]), int(node.pu_os[b])

@@ -22,13 +22,14 @@ REFRAME = str(Path(PYTHON).parent / "reframe")
 #   inter1    node counts above 1 x 3 UCX inter presets, minus ud below 4 nodes
 #   inter2    node counts above 1
 #   cost      node counts x (standard, local+global)
+#   p2p       the hardware levels the node has (hpc2 and OCI NPS1: one NUMA node a package)
 EXPECTED = {
     "vsc5": {"variants": 2 * 10 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 9 * 3 - 2,
-             "inter2": 9, "cost": 10 * 2},
+             "inter2": 9, "cost": 10 * 2, "p2p": 4},
     "hpc2": {"variants": 2 * 7 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 6 * 3 - 2,
-             "inter2": 6, "cost": 7 * 2},
+             "inter2": 6, "cost": 7 * 2, "p2p": 3},
     "oci": {"variants": 2 * (2 * 4 * 6), "intra1": 2 * 4, "intra2": 2 * (2 * 5),
-            "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2)},
+            "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2), "p2p": 3 + 4},
 }
 
 
@@ -48,7 +49,8 @@ def test_listing_counts_per_stage(site, tmp_path):
     listed = re.findall(r"^- (\w+)Run .*@\S+$", done.stdout, re.M)
     by_stage = {stage: 0 for stage in EXPECTED[site]}
     for check in listed:
-        stage = {"Variant": "variants", "Cost": "cost"}.get(check, check.lower())
+        stage = {"Variant": "variants", "Cost": "cost", "PingPong": "p2p"}.get(check,
+                                                                               check.lower())
         if stage in by_stage:
             by_stage[stage] += 1
     assert by_stage == EXPECTED[site]
@@ -210,3 +212,20 @@ def test_a_tuning_file_sets_what_later_stages_run(tmp_path):
         ("nps2", 4, 32, "cyclic", "intra:16kb,inter:128kb", "self,sm,rc", "1"),
         ("nps2", 8, 32, "cyclic", "intra:16kb,inter:auto", None, "1"),
     }
+
+
+def test_p2p_job_scripts_pin_each_rank_to_its_core(tmp_path):
+    """VSC-5: the four levels, each rank bound by taskset to the core of its pair (same NUMA
+    node 0/1, NUMA nodes 0/8, packages 0/64, two nodes), srun binding nothing itself."""
+    scripts = job_scripts("vsc5", tmp_path, "-t", "p2p")
+    pairs = {}
+    for script in scripts.values():
+        launch = lines(script, "srun ")[-1]
+        assert launch.startswith("srun --cpu-bind=none bash -c 'exec taskset -c "
+                                 "$([ ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} = 0 ] && echo ")
+        assert launch.endswith("pingpong 10 100 500 1000'")
+        a, b = re.search(r"echo (\d+) \|\| echo (\d+)", launch).groups()
+        per_node = lines(script, "#SBATCH --ntasks-per-node=")[0].split("=")[1]
+        pairs[(a, b, per_node)] = script
+    assert sorted(pairs) == [("0", "0", "1"), ("0", "1", "2"), ("0", "64", "2"),
+                             ("0", "8", "2")]
