@@ -20,52 +20,37 @@ The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published siz
 """
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after
+from reframe.core.builtins import fixture, parameter
 
 from sitekit import presets
 from topofoam import sweep
-from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedCase
-from topofoam.sweep import CaseCopy, Settings, SweepRun
+from topofoam.fixtures import PatchedOpenFOAMBuild
+from topofoam.sweep import CaseCopy, PreparedLayout, Settings, SweepRun, layout_name
 
 
-def _fmt(layout):
-    return f'{layout[0]}x{layout[1]}'
-
-
-class _PreparedLayout(PreparedCase):
-    """The case decomposed for a (nodes, processes per node) layout of the stage."""
-
-    layout = parameter([(1, 1)], fmt=_fmt)
-
-    @run_after('init')
-    def set_subdomains(self):
-        nodes, ppn = self.layout
-        self.num_subdomains = nodes * ppn
-
-
-class VariantCase(_PreparedLayout):
+class VariantCase(PreparedLayout):
     case = parameter(['pitzDaily', 'laplacianFoam'])    # seed 000's cases
-    layout = parameter(sweep.layouts('all'), fmt=_fmt)
+    layout = parameter(sweep.layouts('all'), fmt=layout_name)
 
 
-class Intra1Case(_PreparedLayout):
+class Intra1Case(PreparedLayout):
     case = parameter(['motorbike'])                     # seed 002's HPC_motorbike
-    layout = parameter(sweep.layouts('intra1'), fmt=_fmt)
+    layout = parameter(sweep.layouts('intra1'), fmt=layout_name)
 
 
-class Intra2Case(_PreparedLayout):
+class Intra2Case(PreparedLayout):
     case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('intra2'), fmt=_fmt)
+    layout = parameter(sweep.layouts('intra2'), fmt=layout_name)
 
 
-class InterCase(_PreparedLayout):
+class InterCase(PreparedLayout):
     case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('inter'), fmt=_fmt)
+    layout = parameter(sweep.layouts('inter'), fmt=layout_name)
 
 
-class CostCase(_PreparedLayout):
+class CostCase(PreparedLayout):
     case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('all'), fmt=_fmt)
+    layout = parameter(sweep.layouts('all'), fmt=layout_name)
 
 
 class _Reference(SweepRun):

@@ -23,13 +23,15 @@ REFRAME = str(Path(PYTHON).parent / "reframe")
 #   inter2    node counts above 1
 #   cost      node counts x (standard, local+global)
 #   p2p       the hardware levels the node has (hpc2 and OCI NPS1: one NUMA node a package)
+#   storage   shared and node-local x 3 write intervals, one node
 EXPECTED = {
     "vsc5": {"variants": 2 * 10 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 9 * 3 - 2,
-             "inter2": 9, "cost": 10 * 2, "p2p": 4},
+             "inter2": 9, "cost": 10 * 2, "p2p": 4, "storage": 6},
     "hpc2": {"variants": 2 * 7 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 6 * 3 - 2,
-             "inter2": 6, "cost": 7 * 2, "p2p": 3},
+             "inter2": 6, "cost": 7 * 2, "p2p": 3, "storage": 6},
     "oci": {"variants": 2 * (2 * 4 * 6), "intra1": 2 * 4, "intra2": 2 * (2 * 5),
-            "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2), "p2p": 3 + 4},
+            "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2), "p2p": 3 + 4,
+            "storage": 2 * 6},
 }
 
 

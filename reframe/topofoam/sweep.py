@@ -29,6 +29,7 @@ from reframe.core.runtime import runtime
 from cases import Prepared
 from sitekit import common, presets
 from topofoam import fields
+from topofoam.fixtures import PreparedCase
 from topofoam.runs import PreparedCaseRun
 
 PROBE = ("echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
@@ -100,6 +101,23 @@ def union(key: str) -> list:
             if value not in seen:
                 seen.append(value)
     return seen
+
+
+def layout_name(layout) -> str:
+    """'2x36': how a (nodes, processes per node) layout shows in test names."""
+    return f'{layout[0]}x{layout[1]}'
+
+
+class PreparedLayout(PreparedCase):
+    """The case decomposed for a (nodes, processes per node) layout of a stage; a stage's
+    fixture sets ``case`` and ``layout`` (``layouts(stage)``)."""
+
+    layout = parameter([(1, 1)], fmt=layout_name)
+
+    @run_after('init')
+    def set_subdomains(self):
+        nodes, ppn = self.layout
+        self.num_subdomains = nodes * ppn
 
 
 class SweepRun(PreparedCaseRun):

@@ -39,6 +39,8 @@ class Partition:
     coll: list[str] = field(default_factory=lambda: ['default'])    # presets.COLL names
     #: Pairs of (UCX preset, collectives) of the intra2 stage; default: every combination.
     intra2_pairs: list[tuple[str, str]] | None = None
+    #: Node-local scratch for the storage check (a folder on the node's own disk).
+    local_storage: str = '${TMPDIR:-/tmp}'
     mpi: str = 'openmpi4'     # openmpi4: mpirun -rf; openmpi5: --map-by rankfile:file=
     launcher: str = 'srun'
     access: list[str] = field(default_factory=list)   # further #SBATCH options (qos, ...)
@@ -66,6 +68,7 @@ class Partition:
             'nps': self.nps, 'ppn': self.ppn, 'nodes': self.nodes, 'ucx': self.ucx,
             'ucx_inter': self.ucx_inter, 'coll': self.coll,
             'intra2_pairs': [list(p) for p in self.intra2_pairs], 'mpi': self.mpi,
+            'local_storage': self.local_storage,
             'node_hour_price': site.node_hour_price, 'currency': site.currency,
             'declared_is_real': True, 'binds': True,
         }
