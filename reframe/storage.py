@@ -28,7 +28,7 @@ def _elapsed(step: str) -> str:
 
 class StorageCase(PreparedLayout):
     case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('intra2'), fmt=layout_name)
+    layout = parameter(sweep.layouts('one-node'), fmt=layout_name)
 
 
 @rfm.simple_test

@@ -35,17 +35,17 @@ class VariantCase(PreparedLayout):
 
 class Intra1Case(PreparedLayout):
     case = parameter(['motorbike'])                     # seed 002's HPC_motorbike
-    layout = parameter(sweep.layouts('intra1'), fmt=layout_name)
+    layout = parameter(sweep.layouts('every-ppn'), fmt=layout_name)
 
 
 class Intra2Case(PreparedLayout):
     case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('intra2'), fmt=layout_name)
+    layout = parameter(sweep.layouts('one-node'), fmt=layout_name)
 
 
 class InterCase(PreparedLayout):
     case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('inter'), fmt=layout_name)
+    layout = parameter(sweep.layouts('multi-node'), fmt=layout_name)
 
 
 class CostCase(PreparedLayout):

@@ -231,3 +231,16 @@ def test_p2p_job_scripts_pin_each_rank_to_its_core(tmp_path):
         pairs[(a, b, per_node)] = script
     assert sorted(pairs) == [("0", "0", "1"), ("0", "1", "2"), ("0", "64", "2"),
                              ("0", "8", "2")]
+
+
+def test_a_tuning_value_the_partition_cannot_run_is_named(tmp_path):
+    """UCX 1.13's plain threshold is not one of OCI's presets: the listing stops with the file,
+    the partition and the choices, instead of silently dropping every test that uses it."""
+    tuning = tmp_path / "tuning.json"
+    tuning.write_text(json.dumps({"nps2": {"ucx": "rndv16k"}}))
+    done = reframe("oci", "-l", results=tmp_path, TOPOFOAM_TUNING=str(tuning))
+    assert done.returncode != 0
+    assert (f"TOPOFOAM_TUNING={tuning}: nps2: ucx 'rndv16k' is not one this partition runs -- "
+            f"choose from auto, rndv16k-intra, rndv128k-intra (its site configuration) or "
+            f"remove it") in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

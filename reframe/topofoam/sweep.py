@@ -72,24 +72,40 @@ class Settings:
         self.ucx = best.get('ucx', x['ucx'][0])
         self.coll = best.get('coll', x['coll'][0])
         self.ucx_inter = {int(n): v for n, v in best.get('ucx_inter', {}).items()}
+        # A value the partition cannot run would silently drop every test that uses it.
+        allowed = [('ppn', [self.ppn], range(1, x['cores'] + 1)),
+                   ('binding', [self.binding], presets.BINDINGS),
+                   ('ucx', [self.ucx], x['ucx']), ('coll', [self.coll], x['coll']),
+                   ('ucx_inter', list(self.ucx_inter.values()), x['ucx_inter'])]
+        for key, values, choices in allowed:
+            for value in values:
+                if value not in choices:
+                    shown = f'1..{x["cores"]}' if key == 'ppn' else ', '.join(choices)
+                    sys.exit(f"TOPOFOAM_TUNING={os.environ.get('TOPOFOAM_TUNING')}: "
+                             f"{part.name}: {key} '{value}' is not one this partition runs "
+                             f"-- choose from {shown} (its site configuration) or remove it")
 
     def inter(self, nodes: int, part) -> str:
         return self.ucx_inter.get(nodes, part.extras['ucx_inter'][0])
 
 
-def layouts(stage: str) -> list[tuple[int, int]]:
-    """(nodes, processes per node) of a stage, over all sweep partitions, sorted."""
+def layouts(kind: str) -> list[tuple[int, int]]:
+    """(nodes, processes per node) over all sweep partitions, sorted: ``every-ppn`` (each
+    ppn candidate on one node), ``one-node``, ``multi-node`` or ``all`` node counts at the
+    partition's ppn."""
     found = set()
     for part in partitions():
         x, s = part.extras, Settings(part)
-        if stage == 'intra1':
+        if kind == 'every-ppn':
             found |= {(1, ppn) for ppn in x['ppn']}
-        elif stage in ('intra2', 'variants-1'):
+        elif kind == 'one-node':
             found.add((1, s.ppn))
-        elif stage == 'inter':
+        elif kind == 'multi-node':
             found |= {(n, s.ppn) for n in x['nodes'] if n > 1}
-        else:       # all node counts at the default ppn
+        elif kind == 'all':
             found |= {(n, s.ppn) for n in x['nodes']}
+        else:
+            raise ValueError(f'unknown layout kind {kind!r}')
     return sorted(found) or [(1, 1)]
 
 
