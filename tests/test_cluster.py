@@ -1,8 +1,11 @@
 """The emulated multi-node cluster: real slurmd per network namespace, real MPI across them."""
 
+import os
 import re
+import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -176,6 +179,41 @@ def test_stop_leaves_nothing_and_start_cleans_a_crashed_run(tmp_path):
     for pid in pids.values():
         assert not Path(f"/proc/{pid}").exists() or \
             Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+
+
+def test_stop_ends_the_job_steps_still_running_on_the_nodes(tmp_path):
+    """slurmstepd outlives slurmd: stop kills what still runs in a node before it deletes
+    the node's namespace (an interrupted run left ranks computing otherwise)."""
+    c = EmulatedCluster(1, root=tmp_path / "c3", port=free_port(), subnet="10.77.6")
+    c.start()
+    step = subprocess.Popen(["srun", "-N", "1", "sleep", "300"], env=c.client_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _in_netns(c.netns["node1"], "sleep"):
+            time.sleep(0.5)
+        running = _in_netns(c.netns["node1"], "sleep")
+        assert running, "the job step did not start"
+    finally:
+        c.stop()
+        os.killpg(step.pid, signal.SIGKILL)      # srun and the helper it forked
+        step.wait()
+    assert not Path(f"/proc/{running}").exists() or \
+        Path(f"/proc/{running}/stat").read_text().split(") ")[1].startswith("Z")
+
+
+def _in_netns(ns: str, command: str) -> int | None:
+    """PID of a process running ``command`` in network namespace ``ns``."""
+    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                              text=True).stdout.split():
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            if Path(argv0.decode()).name == command:
+                return int(pid)
+        except OSError:
+            pass
+    return None
 
 
 def test_port_taken_is_refused(tmp_path):

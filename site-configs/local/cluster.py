@@ -277,7 +277,8 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
     # -- stop ------------------------------------------------------------------------------
 
     def stop(self) -> list[str]:
-        """Stop our daemons (slurmd first), delete our namespaces, links and bridge."""
+        """Stop our daemons (slurmd first), kill what still runs in our namespaces, delete
+        them, our links and the bridge."""
         state = self._state()
         alive = self.running()
         for name, proc in self._procs.items():
@@ -289,6 +290,12 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
             terminate(alive[name], 15.0)
         removed = list(order)
         for ns in state["netns"]:
+            # Job steps outlive a slurmd that died (a crashed node, an interrupted run): kill
+            # what still runs in the node, or deleting the namespace leaves it running.
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                                  text=True).stdout.split()
+            if pids:
+                subprocess.run(["kill", "-9", *pids], capture_output=True)
             if subprocess.run(["ip", "netns", "del", ns], capture_output=True).returncode == 0:
                 removed.append(ns)
         for link in reversed(state["links"]):
