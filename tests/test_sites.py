@@ -244,3 +244,19 @@ def test_a_tuning_value_the_partition_cannot_run_is_named(tmp_path):
             f"choose from auto, rndv16k-intra, rndv128k-intra (its site configuration) or "
             f"remove it") in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("site, spec", [("vsc5", "openfoam-org@12"), ("hpc2", "openfoam-org@12"),
+                                        ("oci", "openfoam@1912")])
+def test_the_build_fixture_installs_the_sites_openfoam_with_spack(site, spec, tmp_path):
+    """On a cluster the build fixture runs on the login node and installs the environment's
+    OpenFOAM from the project's Spack environment (spack.yaml with the patch overlay)."""
+    done = reframe(site, "--dry-run", "-t", "intra1", results=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    scripts = list(tmp_path.glob("reframe/stage/*/*/*/PatchedOpenFOAMBuild_*/rfm_job.sh"))
+    assert scripts
+    for script in scripts:
+        text = script.read_text()
+        assert "#SBATCH" not in text                    # the login node, not a batch job
+        assert text.splitlines()[-1] == f"spack -e {REPO} install {spec}"
+        assert f"spack env activate -d {REPO}" in text

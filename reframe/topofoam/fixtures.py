@@ -2,6 +2,7 @@
 per partition/environment."""
 
 import sys
+from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -9,6 +10,9 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, sanity_function, variable
 
 from cases import CASES, CaseError, Prepared
+
+#: The clone: spack.yaml, the project's Spack environment, is at its root.
+REPO = Path(__file__).resolve().parents[2]
 
 
 class PreparedCase(rfm.RunOnlyRegressionTest):
@@ -91,30 +95,39 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
 
     An environment whose extras name a ``build_target`` (the local site's
     openfoam-v1912-patched) gets it built from Debian's source into the cache outside the
-    clone: 12-17 min the first time on 2 cores, seconds after. Environments that provide a patched
-    OpenFOAM themselves (a Spack environment on a cluster) have nothing to build.
+    clone: 12-17 min the first time on 2 cores, seconds after. One that names a
+    ``spack_spec`` (the cluster sites) gets it installed from the project's Spack environment
+    on the login node, once (``spack -e <repo> install <spec>``).
     """
 
     valid_systems = ['*']
     valid_prog_environs = ['+reduction-schedule']
     local = True
     num_tasks = 1
-    time_limit = '60m'
+    time_limit = '6h'       # a Spack build of OpenFOAM from nothing takes hours
     executable = 'true'
     sourcesdir = None
 
     @run_after('setup')
     def choose_build(self):
-        target = self.current_environ.extras.get('build_target')
+        extras = self.current_environ.extras
         self.job.launcher = getlauncher('local')()
-        if target:
+        if extras.get('build_target'):
             self.executable = sys.executable
-            self.executable_opts = ['-m', 'localsite.openfoam', target]
+            self.executable_opts = ['-m', 'localsite.openfoam', extras['build_target']]
+        elif extras.get('spack_spec'):
+            # The project's Spack environment: spack.yaml and the overlay repository with
+            # patches/ (a no-op once installed).
+            self.executable = 'spack'
+            self.executable_opts = ['-e', str(REPO), 'install', extras['spack_spec']]
 
     @sanity_function
     def assert_built(self):
         if self.executable == 'true':
             return sn.assert_true(True)
+        if self.executable == 'spack':
+            return sn.assert_eq(self.job.exitcode, 0,
+                                msg='spack install ended with exit code {0} (see its output)')
         return sn.assert_found(r'^/\S+/lib$', self.stdout,
                                msg='the local OpenFOAM build printed no library folder')
 

@@ -117,7 +117,11 @@ def spack_environment(name: str, spec: str, *, setup: str, features: list[str],
     return {
         'name': name,
         'features': features,
-        'prepare_cmds': [f'. {setup}', f'spack env activate -d {REPO}', f'spack load {spec}'],
+        'prepare_cmds': [f'. {setup}', f'spack env activate -d {REPO}',
+                         # The build fixture installs it; until then, say so.
+                         f'spack load {spec} || echo "{spec} is not installed yet: the '
+                         f'PatchedOpenFOAMBuild fixture installs it (spack -e {REPO} '
+                         f'install {spec})" >&2'],
         'extras': dict(extras, spack_spec=spec),
     }
 
