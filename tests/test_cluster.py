@@ -203,6 +203,21 @@ def test_stop_ends_the_job_steps_still_running_on_the_nodes(tmp_path):
         Path(f"/proc/{running}/stat").read_text().split(") ")[1].startswith("Z")
 
 
+def test_mpi_steps_start_whatever_the_depth_of_the_run_folder(tmp_path, hello):
+    """PMIx puts a UNIX socket per job step in slurmd's spool (107 characters at most): the
+    spool lives under /run, so a deep results folder does not stop srun."""
+    deep = tmp_path / ("results-of-a-long-named-benchmark-campaign-" * 2) / "run" / "cluster"
+    c = EmulatedCluster(1, root=deep, port=free_port(), subnet="10.77.5")
+    c.start()
+    try:
+        done = subprocess.run(["srun", "-N", "1", "-n", "2", "--mpi=pmix", str(hello)],
+                              env=c.client_env(), capture_output=True, text=True, timeout=120)
+    finally:
+        c.stop()
+    assert done.returncode == 0, done.stderr
+    assert len(ranks(done.stdout)) == 2
+
+
 def _in_netns(ns: str, command: str) -> int | None:
     """PID of a process running ``command`` in network namespace ``ns``."""
     for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True,

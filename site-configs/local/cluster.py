@@ -26,7 +26,7 @@ from pathlib import Path
 
 from localsite import paths
 from localsite.slurm import (NodeLayout, SlurmError, cmdline_of, common_settings,
-                             port_in_use, query_sinfo, tail, terminate, wait_for)
+                             port_in_use, query_sinfo, spool_dir, tail, terminate, wait_for)
 
 #: What each emulated node declares: the layout rankmap and the checks see. It may exceed the
 #: real cores; binding is then not applied (TaskPlugin=task/none), and checks say so.
@@ -171,7 +171,7 @@ class EmulatedCluster:
 
     def _files(self) -> None:
         r = self.root
-        for sub in ("state", "spool", "log", "munge", "tmp"):
+        for sub in ("state", "log", "munge", "tmp"):
             (r / sub).mkdir(parents=True, exist_ok=True)
         for host in self.hosts:
             # Nothing of an earlier cluster in this folder survives: its job ids come again.
@@ -180,6 +180,7 @@ class EmulatedCluster:
         for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
             folder.mkdir(parents=True, exist_ok=True)
             folder.chmod(0o755)
+        spool_dir(self.munge_socket).mkdir(exist_ok=True)
         (r / "hosts").write_text(
             "127.0.0.1 localhost\n" + f"{self.ctl_addr} ctl\n"
             + "".join(f"{self.addr[h]} {h}\n" for h in self.hosts))
@@ -302,6 +303,7 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
             if subprocess.run(["ip", "link", "del", link], capture_output=True).returncode == 0:
                 removed.append(link)
         self.state_file.unlink(missing_ok=True)
+        shutil.rmtree(spool_dir(self.munge_socket), ignore_errors=True)
         try:
             self.munge_socket.parent.rmdir()
         except OSError:

@@ -112,6 +112,13 @@ def query_sinfo(env: dict, fmt: str) -> list[str] | None:
     return out.stdout.splitlines() if out.returncode == 0 else None
 
 
+def spool_dir(munge_socket: Path) -> Path:
+    """slurmd's spool, beside our munge socket under /run: PMIx puts a UNIX socket for every
+    job step there, and a socket path may have 107 characters at most (under a deep results
+    folder, job 11 was one too many)."""
+    return munge_socket.parent / "spool"
+
+
 def common_settings(root: Path, munge_socket: Path, task_plugin: str) -> str:
     """slurm.conf lines shared by the local node and the emulated cluster: root-run daemons,
     munge on our own socket, state and logs under ``root`` (per node with %n), no accounting
@@ -124,7 +131,7 @@ SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket={munge_socket}
 StateSaveLocation={r}/state
-SlurmdSpoolDir={r}/spool/%n
+SlurmdSpoolDir={spool_dir(munge_socket)}/%n
 SlurmctldLogFile={r}/log/slurmctld.log
 SlurmdLogFile={r}/log/slurmd-%n.log
 SlurmctldDebug=info
@@ -186,12 +193,13 @@ class LocalSlurm:
     def write_config(self, layout: NodeLayout | None = None) -> Path:
         layout = layout or detect_layout()
         r = self.root
-        for sub in ("state", "spool", "log", "tmp", "munge", "pids"):
+        for sub in ("state", "log", "tmp", "munge", "pids"):
             (r / sub).mkdir(parents=True, exist_ok=True)
         # munged refuses a socket folder that others may write to or cannot enter.
         for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
             folder.mkdir(parents=True, exist_ok=True)
             folder.chmod(0o755)
+        spool_dir(self.munge_socket).mkdir(exist_ok=True)
         (r / "plugstack.conf").write_text("# empty: no SPANK plugins for the local cluster\n")
         host = self.hostname
         self.conf.write_text(f"""\
@@ -354,6 +362,7 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
                 terminate(pid, timeout)
                 stopped.append(name)
             self._pidfile(name).unlink(missing_ok=True)
+        shutil.rmtree(spool_dir(self.munge_socket), ignore_errors=True)
         try:
             self.munge_socket.parent.rmdir()  # ours, and empty once munged has exited
         except OSError:
