@@ -16,6 +16,7 @@ the last ppn.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -47,7 +48,12 @@ def partitions() -> list:
 
 def tuning() -> dict:
     """The best settings so far, per partition name, from $TOPOFOAM_TUNING (or {})."""
-    path = os.environ.get('TOPOFOAM_TUNING')
+    return _read_tuning(os.environ.get('TOPOFOAM_TUNING'))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_tuning(path: str | None) -> dict:
+    # Read once: every test of a listing asks, per partition.
     if not path:
         return {}
     try:
