@@ -73,6 +73,85 @@ def test_perflog_rows_carry_every_setting(variants_run, partition):
         assert cpus == ["0", "1"]
 
 
+def markdown_table(markdown: str, caption: str) -> dict[str, list[str]]:
+    """The Markdown table under ``*caption*``: first cell -> the other cells."""
+    lines = markdown.split("\n")
+    rows = {}
+    for line in lines[lines.index(f"*{caption}*") + 4:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_the_run_ends_with_its_report(variants_run):
+    """`./bench run` writes the report of the runs it made and prints where it is; every
+    figure the Markdown names exists, and the HTML page carries them all."""
+    done, results = variants_run
+    report = results / "report" / "local"
+    assert f"  report:   {report / 'report.html'}" in done.stdout, done.stdout[-2000:]
+    md = (report / "report.md").read_text()
+    figures = re.findall(r"\]\((figures/[^)]+\.png)\)", md)
+    assert figures and all((report / f).is_file() for f in figures)
+    page = (report / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') == len(figures)
+    assert "## Runs that did not pass\n\nNone" in md
+
+
+@pytest.mark.parametrize("partition", PARTITIONS)
+def test_report_tables_are_the_perflog_numbers(variants_run, partition):
+    """Decrease vs standard/block, wall time and node-hours in the report, recomputed from
+    the perflog's own numbers (one repeat each: the merged value is the run's)."""
+    _, results = variants_run
+    md = (results / "report" / "local" / "report.md").read_text()
+    decrease_md, scaling_md = md.split("## Strong scaling")
+    rows = read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
+    for case in ("laplacianFoam", "pitzDaily"):
+        wall = {(r["variant"], r["binding"]): float(r["wall_value"])
+                for r in rows if r["case"] == case}
+        caption = f"{case} (ci), 2 ranks per node, VariantRun on {partition}"
+        decrease = markdown_table(decrease_md, caption)
+        scaling = markdown_table(scaling_md, caption)
+        standard = wall[("standard", "block")]
+        for (variant, binding), t in wall.items():
+            name = f"{variant}, {binding}"
+            assert scaling[name][0].startswith(
+                f"{t:.3g} s, E 1, {t / 3600:.3g} node-h (n=1)"), (name, scaling[name])
+            if name != "standard, block":
+                assert decrease[name][0].startswith(f"{100 * (1 - t / standard):+.1f} ["), \
+                    (name, decrease[name])
+
+
+@pytest.mark.parametrize("partition", PARTITIONS)
+def test_report_levels_come_from_the_runs(variants_run, partition):
+    """The halo shares are those of the runs' map/analysis.json."""
+    _, results = variants_run
+    md = (results / "report" / "local" / "report.md").read_text()
+    rows = read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
+    for case in ("laplacianFoam", "pitzDaily"):
+        levels = markdown_table(md, f"{case} (ci) on 1 node(s) x 2, {partition}")
+        run = next(r for r in rows if (r["case"], r["variant"]) == (case, "local+global"))
+        entry = json.loads((Path(run["outputdir"]) / "map" / "analysis.json").read_text())[-1]
+        assert levels["rankmap"][0] == f"{100 * entry['halo_share']['intra_numa_node']:.1f}"
+
+
+def test_report_image_of_the_final_fields(variants_run):
+    """One ParaView image per case, standard vs local+global, and the difference the run
+    measured (fields.json, within the sanity's 1e-6)."""
+    _, results = variants_run
+    md = (results / "report" / "local" / "report.md").read_text()
+    images = sorted((results / "report" / "local" / "figures").glob("fields-*-pitzDaily-ci.png"))
+    assert len(images) == 1 and images[0].stat().st_size > 10_000
+    partition = images[0].name.split("-")[1]
+    rows = read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
+    run = next(r for r in rows if (r["case"], r["variant"]) == ("pitzDaily", "local+global"))
+    measured = json.loads((Path(run["outputdir"]) / "fields.json").read_text())
+    diff = measured["max_relative_difference"]["p"]
+    assert diff <= 1e-6
+    assert f"max |difference| / max |p| = {diff:.3g}" in md
+
+
 @pytest.mark.parametrize("preset, threshold", [("rndv16k", "16K"), ("rndv128k", "128K")])
 def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
     """The intra2 stage's UCX preset, with UCX's protocol table switched on: the solver log

@@ -8,6 +8,7 @@ point sums differs (fixed iterations per solve), and the fields agree far inside
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -72,3 +73,23 @@ def mismatch(reference: Path, case: Path, rtol: float = RTOL) -> str | None:
         return (f'final fields differ from the standard run by more than {rtol:g} '
                 f'(relative): {listed}')
     return None
+
+
+#: Cases up to this many cells keep their final fields in the run's output folder, for the
+#: report's image of standard vs optimized; larger ones keep only the differences.
+SNAPSHOT_CELLS = 200_000
+
+
+def snapshot(case: Path, dest: Path) -> Path:
+    """The final time of a decomposed ``case`` as a small case ParaView opens
+    (``dest/case.foam``): each processor's mesh and final fields, and the controlDict."""
+    case, dest = Path(case), Path(dest)
+    time = final_time(case)
+    for proc in sorted(case.glob('processor*')):
+        for part in ('constant/polyMesh', time):
+            if (proc / part).is_dir():
+                shutil.copytree(proc / part, dest / proc.name / part, dirs_exist_ok=True)
+    (dest / 'system').mkdir(parents=True, exist_ok=True)
+    shutil.copy2(case / 'system' / 'controlDict', dest / 'system' / 'controlDict')
+    (dest / 'case.foam').touch()
+    return dest

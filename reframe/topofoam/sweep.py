@@ -174,9 +174,10 @@ class SweepRun(PreparedCaseRun):
     #: srun or mpirun instead of the partition's launcher (-S launcher_kind=mpirun).
     launcher_kind = variable(str, value='', loggable=True)
     time_limit = '1h'
-    # Where each rank ran, and rankmap's files (analysis.json: communication per hardware
-    # level, for the report).
-    keep_files = ['placement.txt', 'rankmap.log', 'map']
+    # Where each rank ran, rankmap's files (analysis.json: communication per hardware
+    # level), and the final fields with their difference from the standard run (the report
+    # reads them all).
+    keep_files = ['placement.txt', 'rankmap.log', 'map', 'fields.json', 'final']
     # Timings need the nodes to themselves.
     exclusive_access = True
     tags = {'sweep'}
@@ -359,6 +360,19 @@ class SweepRun(PreparedCaseRun):
             checks.append(sn.assert_false(
                 _fields_mismatch(reference.stagedir, self.stagedir), msg='{0}'))
         return sn.all(checks)
+
+    @run_after('sanity')
+    def keep_final_fields(self):
+        """For the report: how far the final fields are from the standard run's
+        (fields.json), and, for small cases, the final fields themselves (final/case.foam)."""
+        reference = getattr(self, 'standard_run', None)
+        if reference is not None:
+            diffs = fields.differences(reference.stagedir, self.stagedir)
+            with open(f'{self.stagedir}/fields.json', 'w') as f:
+                json.dump({'standard_run': reference.outputdir, 'rtol': fields.RTOL,
+                           'max_relative_difference': diffs}, f, indent=1)
+        if (self.expected_cells or 0) <= fields.SNAPSHOT_CELLS:
+            fields.snapshot(self.stagedir, f'{self.stagedir}/final')
 
     @performance_function('s')
     def wall(self):

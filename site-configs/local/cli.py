@@ -6,8 +6,9 @@
 
 `run` builds what is missing (cached), starts the local Slurm when a partition needs it (and
 stops it again if it started it), runs ReFrame on each partition in turn with the serial
-execution policy (so runs do not share the cores), and prints where the perflogs and results
-are. Errors are one line, "bench: <cause> -- <fix>", and a non-zero exit.
+execution policy (so runs do not share the cores), writes the report of the runs it made
+(python -m reporting), and prints where the perflogs, results and report are. Errors are
+one line, "bench: <cause> -- <fix>", and a non-zero exit.
 """
 
 from __future__ import annotations
@@ -76,8 +77,21 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
     return len(cases), len(lines), lines
 
 
+def _report(results: Path, since: str) -> str:
+    """The report of this run's results (reporting.build); its path, or why there is none."""
+    from reporting.build import build
+    try:
+        report = build(results, "local", since=since,
+                       say=lambda line: print(f"bench: {line}", flush=True))
+    except Exception as e:      # the runs are done and kept: say it, do not lose them
+        return (f"not written ({type(e).__name__}: {e}) -- rerun it with: python -m "
+                f"reporting --results {results} --system local --since {since}")
+    return f"{report.html} (and report.md, runs.csv beside it)"
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
     partitions = _partition_list(args.partition)
     if args.partition is None and os.geteuid() != 0:
         partitions = ["cpu"]
@@ -149,8 +163,10 @@ def run(args: argparse.Namespace) -> int:
         for line in lines:
             print(f"    FAILED {line}")
         failed += failures or (cases == 0)
+    report = _report(results, since)
     print(f"  perflogs: {results / 'perflogs' / 'local'}")
     print(f"  results:  {results}")
+    print(f"  report:   {report}")
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     print(f"  took:     {minutes} min {seconds} s")
     return 1 if failed else 0

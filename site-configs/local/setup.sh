@@ -3,7 +3,8 @@
 #
 # Idempotent: every step checks first and does nothing when its result is already there, so
 # `./bench run` calls it on every start. Steps:
-#   1. Debian packages: OpenFOAM v1912 + tutorials, OpenMPI with UCX, hwloc, SCOTCH, ParaView,
+#   1. Debian packages: OpenFOAM v1912 + tutorials, OpenMPI with UCX, hwloc, SCOTCH,
+#      ParaView with Xvfb (Debian's pvpython renders off-screen only through an X server),
 #      Slurm + munge, build tools (apt is retried once: a transient dpkg failure has been seen);
 #   2. deb-src enabled and the OpenFOAM source package unpacked into the cache (for the builds);
 #   3. the project's virtualenv (.venv) with ReFrame, foamlib, pytest and this project.
@@ -19,7 +20,7 @@ packages=(
     openmpi-bin libopenmpi-dev libucx0 ucx-utils
     hwloc libhwloc-dev
     scotch libscotch-dev
-    paraview python3-paraview
+    paraview python3-paraview xvfb xauth
     slurm-wlm slurm-wlm-basic-plugins munge libpmix2
     build-essential flex bison zlib1g-dev dpkg-dev
     python3 python3-venv python3-pip

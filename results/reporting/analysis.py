@@ -1,0 +1,204 @@
+"""The report's numbers, from merged run groups: runtime decrease of each optimized variant
+vs standard (seed 000 Table 4), node-hours and the cost-optimal node count (seed 002
+section 4), strong scaling and parallel efficiency, the tuning stages, storage."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from reporting.merge import Group
+
+#: Checks whose runs time a solver on a layout (the rest are builds, preparations,
+#: fixtures, or are reported in sections of their own).
+SOLVER_RUNS = ('VariantRun', 'Intra1Run', 'Intra2Run', 'Inter1Run', 'Inter2Run', 'CostRun',
+               'MultiNodeRun', 'CaseRun')
+#: What a configuration is, apart from its node count and inter-node UCX preset.
+SERIES = ('case', 'size', 'ppn', 'variant', 'binding', 'ucx', 'coll', 'nps', 'launcher_kind',
+          'timing', 'solver')
+#: A comparison holds everything but the variant and placement fixed.
+SAME_RUN = ('case', 'size', 'nodes', 'ppn', 'ucx', 'coll', 'ucx_inter', 'nps',
+            'launcher_kind', 'timing', 'solver')
+
+
+def metric(group: Group) -> str:
+    """The solver's wall time where the check measures it, else OpenFOAM's ExecutionTime."""
+    return 'wall' if group.values('wall') or any('wall' in r for r in group.runs) \
+        else 'ExecutionTime'
+
+
+def ppn_of(group: Group):
+    return group.get('ppn') or group.get('num_tasks_per_node')
+
+
+def label(group: Group) -> str:
+    variant = group.get('variant') or 'standard'
+    return f"{variant}, {group.get('binding')}" if group.get('binding') else variant
+
+
+def solver_runs(groups: list[Group], checks=SOLVER_RUNS) -> list[Group]:
+    """Groups of solver runs that say what they ran (a run that failed before ReFrame
+    logged it knows too little: it is listed with the failures only)."""
+    return [g for g in groups if g.key[1] in checks and g.get('nodes') is not None
+            and g.get('case') is not None]
+
+
+#: Checks whose node counts make a scaling series (the intra/inter1 stages hold the node
+#: count fixed and vary settings instead).
+SCALING = ('VariantRun', 'CostRun', 'Inter2Run', 'MultiNodeRun', 'CaseRun')
+
+
+@dataclass
+class Decrease:
+    partition: str
+    check: str
+    case: str
+    size: str
+    nodes: int
+    ppn: int
+    label: str
+    percent: float | None
+    low: float | None
+    high: float | None
+    standard: Group
+    optimized: Group
+
+
+def decreases(groups: list[Group]) -> list[Decrease]:
+    """Every optimized run against the standard run of the same case, size and layout with
+    the same MPI settings: 100 (1 - T_opt / T_std), and its range over the repeats
+    (slowest optimized vs fastest standard, fastest optimized vs slowest standard).
+    The standard run is the one with the default (block) placement, as in seed 000."""
+    by_run = defaultdict(list)
+    for g in solver_runs(groups):
+        if g.get('timing') == 'emulated':
+            continue
+        by_run[(g.key[0], g.key[1]) + tuple(g.get(c) for c in SAME_RUN)].append(g)
+    out = []
+    for (partition, check, *_), members in sorted(by_run.items(), key=lambda kv: str(kv[0])):
+        standard = [g for g in members if (g.get('variant') or 'standard') == 'standard'
+                    and g.get('binding') in (None, 'block')]
+        if not standard:
+            continue
+        std = max(standard, key=lambda g: g.newest)
+        m = metric(std)
+        t_std, s_std = std.value(m), std.spread(m)
+        for g in members:
+            if g is std or (g.get('variant') or 'standard') == 'standard' \
+                    and g.get('binding') in (None, 'block'):
+                continue
+            t, s = g.value(m), g.spread(m)
+            ok = t is not None and t_std
+            out.append(Decrease(
+                partition, check, std.get('case'), std.get('size'), std.get('nodes'),
+                ppn_of(std), label(g),
+                100 * (1 - t / t_std) if ok else None,
+                100 * (1 - s[1] / s_std[0]) if ok else None,
+                100 * (1 - s[0] / s_std[1]) if ok else None, std, g))
+    return out
+
+
+@dataclass
+class Point:
+    nodes: int
+    wall: float | None
+    low: float | None
+    high: float | None
+    node_hours: float | None
+    efficiency: float | None
+    group: Group
+
+
+def series(groups: list[Group]) -> dict[tuple, list[Point]]:
+    """Strong-scaling series: (partition, check, SERIES values) -> a point per node count.
+    Where runs at one node count differ only in the inter-node UCX preset (an inter1
+    sweep), the series takes the fastest."""
+    per = defaultdict(dict)
+    for g in solver_runs(groups, SCALING):
+        key = (g.key[0], g.key[1]) + tuple(ppn_of(g) if c == 'ppn' else g.get(c)
+                                           for c in SERIES)
+        m = metric(g)
+        t = g.value(m)
+        have = per[key].get(g.get('nodes'))
+        if have is None or (t is not None and (have.value(m) is None or t < have.value(m))):
+            per[key][g.get('nodes')] = g
+    out = {}
+    for key, by_nodes in per.items():
+        points = []
+        for nodes, g in sorted(by_nodes.items()):
+            m = metric(g)
+            t, s = g.value(m), g.spread(m)
+            points.append(Point(nodes, t, s and s[0], s and s[1],
+                                nodes * t / 3600 if t is not None else None, None, g))
+        timed = [p for p in points if p.wall]
+        if timed:
+            base = timed[0]
+            for p in timed:
+                p.efficiency = base.wall * base.nodes / (p.wall * p.nodes)
+        out[key] = points
+    return out
+
+
+def cost_optimal(points: list[Point]) -> Point | None:
+    """The node count that spends the fewest node-hours (the fewer nodes on a tie)."""
+    timed = [p for p in points if p.node_hours is not None]
+    return min(timed, key=lambda p: (p.node_hours, p.nodes)) if timed else None
+
+
+# -- seed 002's tuning stages ------------------------------------------------------------
+
+#: Stage -> (check, the columns it decides, the columns that group its choice).
+STAGES = {
+    'intra1': ('Intra1Run', ('ppn',), ()),
+    'intra2': ('Intra2Run', ('binding', 'ucx', 'coll'), ()),
+    'inter1': ('Inter1Run', ('ucx_inter',), ('nodes',)),
+    'inter2': ('Inter2Run', ('ppn', 'binding', 'ucx', 'coll', 'ucx_inter'), ('nodes',)),
+}
+
+
+@dataclass
+class StageResult:
+    stage: str
+    partition: str
+    group: tuple            # values of the grouping columns
+    best: Group
+    default: Group | None
+    speedup: float | None   # T_default / T_best
+    tried: int
+
+
+def defaults_of(extras: dict) -> dict:
+    """The settings a stage starts from (topofoam.sweep.Settings without a tuning file)."""
+    if not extras:
+        return {}
+    return {'ppn': max(extras['ppn']), 'binding': 'block', 'ucx': extras['ucx'][0],
+            'coll': extras['coll'][0], 'ucx_inter': extras['ucx_inter'][0]}
+
+
+def stages(groups: list[Group], extras: dict[str, dict]) -> list[StageResult]:
+    out = []
+    for stage, (check, decides, by) in STAGES.items():
+        chosen = defaultdict(list)
+        for g in groups:
+            if g.key[1] == check and g.value(metric(g)) is not None:
+                chosen[(g.key[0], tuple(g.get(c) for c in by))].append(g)
+        for (partition, values), members in sorted(chosen.items(), key=str):
+            best = min(members, key=lambda g: g.value(metric(g)))
+            want = defaults_of(extras.get(partition, {}))
+            if stage == 'intra1':
+                want = {'ppn': max(ppn_of(g) for g in members)}
+            default = None
+            if want and stage != 'inter2':
+                default = next((g for g in members
+                                if all(str(g.get(c)) == str(want[c]) for c in decides)), None)
+            speed = (default.value(metric(default)) / best.value(metric(best))
+                     if default else None)
+            out.append(StageResult(stage, partition, values, best, default, speed,
+                                   len(members)))
+    return out
+
+
+def storage(groups: list[Group]) -> list[Group]:
+    return sorted((g for g in groups if g.key[1] == 'StorageRun'),
+                  key=lambda g: (g.key[0], str(g.get('case')), str(g.get('storage')),
+                                 int(g.get('write_every') or 0)))
