@@ -21,8 +21,9 @@ from reporting.collect import collect
 STANDARD = {2: 500, 3: 320, 4: 230, 5: 180, 6: 140, 7: 125, 8: 112, 9: 104, 10: 98}
 #: The optimized variant's speed-up per node count (made up).
 FASTER = {n: 1 - 0.02 * n for n in STANDARD}
-#: Five repeats around each time: the fastest and the slowest are outliers, dropped.
-REPEATS = (0.5, 0.99, 1.0, 1.01, 3.0)
+#: Five repeats around each time: the fastest and the slowest are outliers, dropped; the
+#: middle three are skewed, so the mean of the rest differs from their median.
+REPEATS = (0.5, 0.97, 1.0, 1.06, 3.0)
 HEADER = ('job_completion_time|reframe version|result|binding|case|coll|display_name|'
           'hashcode|job_completion_time_unix|nodes|outputdir|partition|ppn|setting|size|'
           'system|timing|ucx|ucx_inter|variant|wall_value|wall_unit|node_hours_value|'
@@ -239,3 +240,54 @@ def test_failed_runs_from_run_reports_are_listed(tmp_path):
                        'sanity': 'final fields differ'}
     md = build(results, 'vsc5', images=False, say=lambda _: None).markdown.read_text()
     assert '2 run(s) failed' in md and 'final fields differ' in md
+
+
+def write_rows(path, header, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('\n'.join(['|'.join(header)] + ['|'.join(map(str, r)) for r in rows])
+                    + '\n')
+
+
+def test_oci_cost_run_beside_the_published_node_hours(tmp_path):
+    """On OCI, the motorbike's node-hours sit beside seed 002's published ones, labelled.
+    The measured times are TEST DATA."""
+    results = tmp_path / 'results'
+    header = ['job_completion_time', 'result', 'case', 'size', 'nodes', 'ppn', 'variant',
+              'binding', 'ucx', 'coll', 'ucx_inter', 'timing', 'wall_value', 'wall_unit']
+    times = {1: 900.0, 2: 430.0, 4: 200.0, 8: 110.0}
+    write_rows(results / 'perflogs' / 'oci' / 'nps2' / 'CostRun.log', header,
+               [[f'2026-01-01T00:00:0{n}', 'pass', 'motorbike', 'small', n, 36, 'standard',
+                 'cyclic', 'auto', 'hcoll', 'auto', 'measured', t, 's']
+                for n, t in times.items()])
+    md = build(results, 'oci', images=False, say=lambda _: None).markdown.read_text()
+    table = table_after(md.split('## Strong scaling')[1],
+                        'motorbike (small), 36 ranks per node, CostRun on nps2')
+    pub = {int(r['nodes']): r for r in published.node_seconds('oci')}
+    row = next(r for r in table if r[0].startswith('published (seed 002'))
+    assert row[1:-1] == [f"{pub[n]['solver_seconds']} s, "
+                         f"{float(pub[n]['node_seconds']) / 3600:.3g} node-h" for n in times]
+    measured = next(r for r in table if r[0] == 'standard, cyclic')
+    assert measured[-1] == '4 node(s)'      # 800 node-s, the fewest of the test data
+    assert 'Published (seed 002, OCI BM.Optimized3.36)' in md
+
+
+def test_stage_table_speedup_over_the_defaults(tmp_path):
+    """intra2: the best UCX/collectives pair and its speedup over the partition's defaults
+    (its first presets, block), read from the site configuration. TEST DATA."""
+    results = tmp_path / 'results'
+    header = ['job_completion_time', 'result', 'case', 'size', 'nodes', 'ppn', 'variant',
+              'binding', 'ucx', 'coll', 'ucx_inter', 'timing', 'wall_value', 'wall_unit']
+    walls = {('block', 'auto', 'default'): 10.0, ('block', 'rndv16k', 'default'): 8.0,
+             ('cyclic', 'auto', 'default'): 9.0}
+    write_rows(results / 'perflogs' / 'vsc5' / 'zen3_0512' / 'Intra2Run.log', header,
+               [['2026-01-01T00:00:00', 'pass', 'motorbike', 'small', 1, 128, 'standard',
+                 b, u, c, 'auto', 'measured', t, 's'] for (b, u, c), t in walls.items()])
+    report = build(results, 'vsc5', images=False, say=lambda _: None,
+                   config=write_price_config(tmp_path))
+    [stage] = analysis.stages(report.groups, {'zen3_0512': {
+        'ppn': [128], 'ucx': ['auto'], 'coll': ['default'], 'ucx_inter': ['auto']}})
+    assert (stage.best.get('ucx'), stage.default.get('ucx')) == ('rndv16k', 'auto')
+    assert stage.speedup == pytest.approx(10.0 / 8.0)
+    md = report.markdown.read_text()
+    assert ('| intra2 | zen3_0512 | 1 node | binding block, ucx rndv16k, coll default | 8 | '
+            'binding block, ucx auto, coll default | 10 | 1.250 | 3 |') in md

@@ -294,8 +294,9 @@ class Builder:
         rows = [[g.key[0], f"{g.get('case')} ({g.get('size')})", g.get('storage'),
                  {0: 'end only'}.get(g.get('write_every'), f"every {g.get('write_every')}")]
                 + [fmt(g.value(c)) for c in cols] + [_counts(g)] for g in found]
-        sec.add('Merged seconds per phase; "copies" is staging to node-local disk and back '
-                '(0 on shared storage).',
+        sec.add('Merged seconds per phase; "copies" is staging the case to node-local '
+                'disk and the results back (on shared storage only the check\'s own '
+                'bookkeeping).',
                 Table(['partition', 'case', 'storage', 'writes'] + [f'{c} s' for c in cols]
                       + ['runs'], rows))
 
