@@ -13,8 +13,9 @@ Environments:
   openfoam-v1912           Debian's stock OpenFOAM v1912, plus the real SCOTCH decomposition
                            library built from Debian's source (Debian ships a stub).
   openfoam-v1912-patched   the same with libOpenFOAM/libPstream built with patches/esi-v1912
-                           first in LD_LIBRARY_PATH (built by the PatchedOpenFOAMBuild fixture,
-                           once, into the cache; see build-openfoam.sh).
+                           first in LD_LIBRARY_PATH and its interFoam first in PATH (built by
+                           the PatchedOpenFOAMBuild fixture, once, into the cache; see
+                           build-openfoam.sh).
 
 Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by hand:
 ``reframe -C site-configs/local.py -c reframe -r``.
@@ -173,10 +174,12 @@ site_configuration = {
         {
             "name": "openfoam-v1912-patched",
             "features": ["openfoam", "openfoam-v1912", "scotch", "reduction-schedule",
-                         "local-build"],
+                         "seed001", "local-build"],
             "env_vars": _foam_env + [
                 ["LD_LIBRARY_PATH", f"{openfoam.lib_dir('patched')}:"
                                     f"{openfoam.lib_dir('scotch')}:$LD_LIBRARY_PATH"],
+                # interFoam with the MULES patch (off unless mulesNeighbourExchange 1)
+                ["PATH", f"{openfoam.build_prefix('patched')}/bin:$PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi",
                        "build_target": "patched",

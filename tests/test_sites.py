@@ -24,14 +24,17 @@ REFRAME = str(Path(PYTHON).parent / "reframe")
 #   cost      node counts x (standard, local+global)
 #   p2p       the hardware levels the node has (hpc2 and OCI NPS1: one NUMA node a package)
 #   storage   shared and node-local x 3 write intervals, one node
+#   seed001   node counts x (damBreak2D, damBreak3D: 6 variants each; hpcCavity3D: the 3
+#             PCG ones) where the environment has seed 001's patches (v1912: OCI; VSC-5 and
+#             hpc2 run OpenFOAM-12, whose series does not carry them)
 EXPECTED = {
     "vsc5": {"variants": 2 * 10 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 9 * 3 - 2,
-             "inter2": 9, "cost": 10 * 2, "p2p": 4, "storage": 6},
+             "inter2": 9, "cost": 10 * 2, "p2p": 4, "storage": 6, "seed001": 0},
     "hpc2": {"variants": 2 * 7 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 6 * 3 - 2,
-             "inter2": 6, "cost": 7 * 2, "p2p": 3, "storage": 6},
+             "inter2": 6, "cost": 7 * 2, "p2p": 3, "storage": 6, "seed001": 0},
     "oci": {"variants": 2 * (2 * 4 * 6), "intra1": 2 * 4, "intra2": 2 * (2 * 5),
             "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2), "p2p": 3 + 4,
-            "storage": 2 * 6},
+            "storage": 2 * 6, "seed001": 2 * (4 * 15)},
 }
 
 
@@ -260,3 +263,25 @@ def test_the_build_fixture_installs_the_sites_openfoam_with_spack(site, spec, tm
         assert "#SBATCH" not in text                    # the login node, not a batch job
         assert text.splitlines()[-1] == f"spack -e {REPO} install {spec}"
         assert f"spack env activate -d {REPO}" in text
+
+
+def test_seed001_job_scripts_on_oci(tmp_path):
+    """Seed 001's variants: optMULES turns the neighbour-only exchange on, the PCG variants
+    swap the pressure solver before the timed launch, every solver runs under the MPI call
+    counter; the standard run of each case is the stock code."""
+    scripts = job_scripts("oci", tmp_path, "-t", "seed001", "--system", "oci:nps1")
+    runs = {n: s for n, s in scripts.items() if "/Seed001Run_" in n}
+    assert len(runs) == EXPECTED["oci"]["seed001"] // 2
+    seen = set()
+    for name, script in runs.items():
+        launch = lines(script, "srun ")[-1]
+        assert re.search(r"env LD_PRELOAD=\S+/libmpicount\.so TOPOFOAM_MPICOUNT_DIR=\$PWD/"
+                         r"mpicount map/bind_rank (interFoam|icoFoam) -parallel", launch), launch
+        optmules = "-opt-switch mulesNeighbourExchange=1" in launch
+        swap = re.findall(r"-m topofoam\.solvers \. (\w+)$", script, re.M)
+        seen.add((optmules, tuple(swap)))
+        assert script.index("mkdir -p mpicount") < script.index("t0=$(date")
+        for solver in swap:
+            assert script.index(f"topofoam.solvers . {solver}") < script.index("t0=$(date")
+    assert seen == {(False, ()), (True, ()), (False, ("PiPePCG",)), (False, ("RePiPePCG",)),
+                    (True, ("PiPePCG",)), (True, ("RePiPePCG",))}

@@ -1,13 +1,14 @@
 """Fixtures shared by the checks: the OpenFOAM build, and a case meshed and decomposed once
 per partition/environment."""
 
+import os
 import sys
 from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import parameter, run_after, sanity_function, variable
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from cases import CASES, CaseError, Prepared
 
@@ -155,3 +156,29 @@ class PreparedCavityRanks(PreparedCase):
     @run_after('init')
     def set_subdomains(self):
         self.num_subdomains = self.ranks
+
+
+class MpiCountBuild(rfm.CompileOnlyRegressionTest):
+    """The PMPI interposer that counts MPI calls by kind (reframe/src/mpicount), built as a
+    shared library with the environment's MPI (mpicc)."""
+
+    build_system = 'SingleSource'
+    sourcesdir = str(REPO / 'reframe' / 'src' / 'mpicount')
+    sourcepath = 'mpicount.c'
+    executable = 'libmpicount.so'
+    valid_systems = ['*']
+    valid_prog_environs = ['+seed001']
+
+    @run_before('compile')
+    def shared_library(self):
+        self.build_system.cc = 'mpicc'
+        self.build_system.cflags = ['-O2', '-shared', '-fPIC']
+        self.build_system.executable = self.executable
+
+    @sanity_function
+    def assert_built(self):
+        return sn.assert_true(os.path.isfile(os.path.join(self.stagedir, self.executable)),
+                              msg='mpicc produced no libmpicount.so')
+
+    def library(self) -> str:
+        return os.path.join(self.stagedir, self.executable)

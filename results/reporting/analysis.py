@@ -12,7 +12,7 @@ from reporting.merge import Group
 #: Checks whose runs time a solver on a layout (the rest are builds, preparations,
 #: fixtures, or are reported in sections of their own).
 SOLVER_RUNS = ('VariantRun', 'Intra1Run', 'Intra2Run', 'Inter1Run', 'Inter2Run', 'CostRun',
-               'MultiNodeRun', 'CaseRun')
+               'Seed001Run', 'MultiNodeRun', 'CaseRun')
 #: What a configuration is, apart from its node count and inter-node UCX preset.
 SERIES = ('case', 'size', 'ppn', 'variant', 'binding', 'ucx', 'coll', 'nps', 'launcher_kind',
           'timing', 'solver')
@@ -45,7 +45,7 @@ def solver_runs(groups: list[Group], checks=SOLVER_RUNS) -> list[Group]:
 
 #: Checks whose node counts make a scaling series (the intra/inter1 stages hold the node
 #: count fixed and vary settings instead).
-SCALING = ('VariantRun', 'CostRun', 'Inter2Run', 'MultiNodeRun', 'CaseRun')
+SCALING = ('VariantRun', 'CostRun', 'Inter2Run', 'Seed001Run', 'MultiNodeRun', 'CaseRun')
 
 
 @dataclass

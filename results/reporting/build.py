@@ -284,6 +284,25 @@ class Builder:
                           caption='Published (seed 002, OCI BM.Optimized3.36): best '
                                   'settings of its staged method'))
 
+    def mpi_calls(self, groups: list[Group]):
+        """Seed 001's runs: the MPI calls the PMPI interposer counted, per variant."""
+        found = sorted((g for g in groups if g.key[1] == 'Seed001Run' and g.passed),
+                       key=lambda g: (g.key[0], str(g.get('case')), g.get('nodes') or 0,
+                                      str(g.get('variant'))))
+        if not found:
+            return
+        sec = self.doc.section('MPI calls of seed 001\'s variants')
+        sec.add('Calls by every rank together over the whole run (reframe/src/mpicount): '
+                'optMULES removes the MPI_Alltoall of MULES\'s size exchange, the pipelined '
+                'CG solvers replace three MPI_Allreduce per iteration by one MPI_Iallreduce.')
+        kinds = ('allreduce', 'iallreduce', 'alltoall', 'test')
+        rows = [[g.key[0], f"{g.get('case')} ({size(g.get('size'))})",
+                 f"{g.get('nodes')}x{analysis.ppn_of(g)}", g.get('variant'),
+                 fmt(g.value(analysis.metric(g)))]
+                + [fmt(g.value(k), 6) for k in kinds] for g in found]
+        sec.add(Table(['partition', 'case', 'layout', 'variant', 'wall s']
+                      + [f'MPI_{k.capitalize()}' for k in kinds], rows))
+
     def storage(self, groups: list[Group]):
         sec = self.doc.section('Storage: shared vs node-local')
         found = analysis.storage(groups)
@@ -373,6 +392,7 @@ def build(results: Path, system: str, out: Path | None = None, images: bool = Tr
     b.levels(groups)
     b.stages(groups, extras)
     b.storage(groups)
+    b.mpi_calls(groups)
     if images:
         say('report: final fields (pvpython)')
     b.fields(groups)

@@ -7,7 +7,9 @@
 # scotch:  the real SCOTCH decomposition library (Debian's libscotchDecomp.so is a stub that
 #          refuses `method scotch;`), linked against Debian's own OpenFOAM libraries (seconds).
 # patched: libOpenFOAM.so and libPstream.so (MPI) with the patch series PATCH_DIR/*.patch
-#          applied in name order (about 12 min on 2 cores: libOpenFOAM is most of it).
+#          applied in name order (about 12 min on 2 cores: libOpenFOAM is most of it), and
+#          bin/interFoam: MULES is compiled into each solver, so the MULES patch needs its
+#          solver rebuilt (about a minute).
 # Both are drop-ins for Debian's libraries (same sources, flags and ABI, without -g): put
 # PREFIX/lib first in LD_LIBRARY_PATH.
 #
@@ -88,6 +90,9 @@ fi
         echo "== OpenFOAM"
         wmake libso src/OpenFOAM
         cp "$FOAM_LIBBIN/$FOAM_MPI/libPstream.so" "$FOAM_LIBBIN/libPstream.so"
+        echo "== interFoam (with the MULES patch; linked against the installed libraries)"
+        wmakeLnIncludeAll src
+        wmake applications/solvers/multiphase/interFoam
     fi
 ) >"$work/build.log" 2>&1 || {
     tail -n 20 "$work/build.log" >&2
@@ -96,14 +101,14 @@ fi
 }
 
 case "$target" in
-    scotch) products=(libscotchDecomp.so);;
-    patched) products=(libOpenFOAM.so libPstream.so);;
+    scotch) products=(lib/libscotchDecomp.so);;
+    patched) products=(lib/libOpenFOAM.so lib/libPstream.so bin/interFoam);;
 esac
-mkdir -p "$work/out/lib"
-for lib in "${products[@]}"; do
-    [ -f "$work/lib/$lib" ] \
-        || die "the build finished but produced no $lib -- see $work/build.log"
-    cp "$work/lib/$lib" "$work/out/lib/"
+mkdir -p "$work/out/lib" "$work/out/bin"
+for product in "${products[@]}"; do
+    [ -f "$work/$product" ] \
+        || die "the build finished but produced no $product -- see $work/build.log"
+    cp "$work/$product" "$work/out/$product"
 done
 
 # Keep the libraries and the log; drop the tree copy and objects.

@@ -135,10 +135,11 @@ def org12_patched(setup: str) -> dict:
 
 
 def esi1912_patched(setup: str) -> dict:
-    """OpenFOAM v1912 (ESI) with patches/esi-v1912."""
+    """OpenFOAM v1912 (ESI) with patches/esi-v1912 (the schedule, and seed 001's PiPePCG,
+    RePiPePCG and neighbour-only MULES exchange)."""
     return spack_environment('openfoam-esi-patched', 'openfoam@1912', setup=setup,
                              features=['openfoam', 'openfoam-v1912', 'scotch',
-                                       'reduction-schedule'],
+                                       'reduction-schedule', 'seed001'],
                              extras={'openfoam_version': 'v1912', 'openfoam_flavour': 'esi'})
 
 

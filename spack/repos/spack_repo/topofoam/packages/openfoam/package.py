@@ -15,8 +15,10 @@ def patch_series(package_file, folder):
 
 
 class Openfoam(BuiltinOpenfoam):
-    """OpenFOAM (ESI) with TopoFOAM bench's communication patches: a reduction schedule read
-    at start-up (patches/esi-v1912, see rankmap/README.md) and the GCC 12 build fix."""
+    """OpenFOAM (ESI) with TopoFOAM bench's communication patches (patches/esi-v1912): a
+    reduction schedule read at start-up (see rankmap/README.md), seed 001's PiPePCG and
+    RePiPePCG solvers with a non-blocking sum, the MULES limiter's neighbour-only exchange
+    (off unless mulesNeighbourExchange 1), and the GCC 12 build fix."""
 
     # The series is written against Debian's 1912.200626; v1912 patch releases share the
     # touched files.

@@ -1,0 +1,130 @@
+"""Seed 001's communication optimizations against stock OpenFOAM, with MPI calls counted.
+
+  optMULES   the MULES limiter exchanges with neighbouring processors only: no all-to-all
+             of message sizes per limiter iteration (OptimisationSwitch
+             mulesNeighbourExchange 1; interFoam cases)
+  pipePCG    PiPePCG instead of PCG: one non-blocking sum per iteration for both dot
+             products and the residual, overlapped with preconditioning and A x
+  rePipePCG  RePiPePCG: PiPePCG with the solution and direction updates done, in chunks,
+             while the sum is in flight
+  and the combinations seed 001 measured: optMULES+pipePCG, optMULES+rePipePCG.
+
+Cases: damBreak2D and damBreak3D (interFoam: every variant) and hpcCavity3D (icoFoam, p with
+PCG+DIC: the PCG variants), on every layout of the partition, tag ``seed001``. Each run's final
+fields must equal the standard run's: within 1e-12 relative for optMULES alone (a min of the
+same numbers), 1e-6 where the pressure solver changes. Every rank's MPI calls are counted by
+the project's PMPI interposer (reframe/src/mpicount); the perflog has the totals per kind.
+"""
+
+import os
+import sys
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+                                   sanity_function)
+
+from topofoam import sweep
+from topofoam.fixtures import MpiCountBuild, PatchedOpenFOAMBuild
+from topofoam.sweep import CaseCopy, PreparedLayout, Settings, SweepRun, layout_name
+
+VARIANTS = ('standard', 'optMULES', 'pipePCG', 'rePipePCG', 'optMULES+pipePCG',
+            'optMULES+rePipePCG')
+#: Solvers with MULES compiled in (the patched build rebuilds them).
+MULES_SOLVERS = {'damBreak2D', 'damBreak3D'}
+#: The pressure solver each PCG variant puts in place of PCG (topofoam/solvers.py).
+PCG_SOLVERS = {'pipePCG': 'PiPePCG', 'rePipePCG': 'RePiPePCG'}
+#: MPI functions whose calls land in the perflog (summed over the ranks).
+COUNTED = ('MPI_Allreduce', 'MPI_Iallreduce', 'MPI_Alltoall', 'MPI_Test')
+
+
+class Seed001Case(PreparedLayout):
+    case = parameter(['damBreak2D', 'damBreak3D', 'hpcCavity3D'])
+    layout = parameter(sweep.layouts('all'), fmt=layout_name)
+
+
+class CountsMpiCalls(rfm.RegressionTestPlugin):
+    """Runs the solver under the PMPI interposer; its counts become performance variables."""
+
+    mpicount = fixture(MpiCountBuild, scope='environment')
+
+    @run_before('run')
+    def preload_the_counter(self):
+        self.prerun_cmds.insert(1, 'mkdir -p mpicount')
+        # Only the solver is counted (not cp, the probe, or the shell).
+        self.executable = (f'env LD_PRELOAD={self.mpicount.library()} '
+                           f'TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}')
+
+    @run_before('performance')
+    def set_call_counts(self):
+        for name in COUNTED:
+            self.perf_variables[name[4:].lower()] = sn.make_performance_function(
+                _calls(os.path.join(self.stagedir, 'mpicount'), name, self.num_tasks),
+                'calls')
+
+
+@sn.deferrable
+def _calls(folder, name, ranks):
+    from topofoam import mpicount
+    return mpicount.read(folder, ranks=ranks).get(name, 0)
+
+
+class Seed001Reference(CountsMpiCalls, SweepRun):
+    """The standard run (PCG, stock MULES exchange) of a case and layout: the fields and the
+    MPI calls every variant is compared with."""
+
+    build = fixture(PatchedOpenFOAMBuild, scope='environment')
+    prepared = fixture(Seed001Case, scope='environment')
+    valid_prog_environs = ['+seed001']
+
+
+@rfm.simple_test
+class Seed001Run(CountsMpiCalls, SweepRun):
+    """A seed 001 variant of a case and layout, with the partition's default settings."""
+
+    build = fixture(PatchedOpenFOAMBuild, scope='environment')
+    standard_run = fixture(Seed001Reference, scope='environment')
+    variant = parameter(list(VARIANTS))
+    valid_prog_environs = ['+seed001']
+    tags = {'seed001'}
+
+    @property
+    def prepared(self):
+        return CaseCopy(self.standard_run)
+
+    def _case_name(self) -> str:
+        info = type(self).get_variant_info(self.variant_num, recurse=True)['fixtures']
+        return info['standard_run']['fixtures']['prepared']['params']['case']
+
+    def applies(self, part, nodes, ppn):
+        if 'optMULES' in self.variant and self._case_name() not in MULES_SOLVERS:
+            return False
+        return super().applies(part, nodes, ppn) and ppn == Settings(part).ppn
+
+    @run_after('setup')
+    def set_variant(self):
+        if self.variant == 'optMULES':
+            self.fields_rtol = 1e-12
+        if 'optMULES' in self.variant:
+            self.executable_opts += ['-opt-switch', 'mulesNeighbourExchange=1']
+
+    @run_before('run')
+    def use_the_solver(self):
+        solver = PCG_SOLVERS.get(self.variant.split('+')[-1])
+        if solver:
+            # Right after the case is copied in: not inside the solver's timing.
+            self.prerun_cmds.insert(1, f'{sys.executable} -m topofoam.solvers . '
+                                       f'{solver}')
+
+    @sanity_function
+    def assert_variant_ran(self):
+        checks = [self.assert_placed_and_completed()]
+        if 'optMULES' in self.variant:
+            checks.append(sn.assert_found(
+                r'^MULES: limiter exchanged with neighbouring processors only', self.stdout,
+                msg='the patched interFoam did not report the neighbour-only exchange'))
+        solver = PCG_SOLVERS.get(self.variant.split('+')[-1])
+        if solver:
+            checks.append(sn.assert_found(rf'\w*{solver}:\s+Solving for', self.stdout,
+                                          msg=f'no equation was solved with {solver}'))
+        return sn.all(checks)
