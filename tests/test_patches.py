@@ -32,13 +32,14 @@ def dry_run(series: Path, tree: Path) -> subprocess.CompletedProcess:
 
 
 def scratch_copy(src: Path, dest: Path, series: Path) -> Path:
-    """The files the series touches, copied from ``src``."""
+    """The files the series touches, copied from ``src`` (files it creates are left to it)."""
     for patch in sorted(series.glob("*.patch")):
         for line in patch.read_text().splitlines():
             if line.startswith("+++ b/"):
                 rel = line[6:]
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                (dest / rel).write_bytes((src / rel).read_bytes())
+                if (src / rel).exists():
+                    (dest / rel).write_bytes((src / rel).read_bytes())
     return dest
 
 
