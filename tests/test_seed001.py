@@ -139,7 +139,7 @@ def pressure_with(case, dest, solver, preconditioner):
     shutil.copytree(case, dest)
     solution = FoamFile(dest / 'system' / 'fvSolution')
     for name in ('p', 'pFinal'):
-        if name in solution['solvers'] and solution['solvers', name, 'solver'] == 'GAMG':
+        if name in solution['solvers'] and solution['solvers'][name].get('solver') == 'GAMG':
             solution['solvers', name, 'solver'] = 'PCG'
     solvers.use(dest, solver, preconditioner)
     return dest
