@@ -15,24 +15,17 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
                                    variable)
 
 from rankmap import topology
+from topofoam.fixtures import MpiBuild
 from topofoam.sweep import partitions
 
 
-class PingPongBuild(rfm.CompileOnlyRegressionTest):
-    """The ping-pong program, compiled with the environment's MPI (mpicc)."""
+class PingPongBuild(MpiBuild):
+    """The ping-pong program (reframe/src/pingpong)."""
 
-    build_system = 'SingleSource'
     sourcesdir = 'src/pingpong'
     sourcepath = 'pingpong.c'
     executable = 'pingpong'
-    valid_systems = ['*']
     valid_prog_environs = ['+reduction-schedule']
-
-    @run_before('compile')
-    def use_mpicc(self):
-        self.build_system.cc = 'mpicc'
-        self.build_system.cflags = ['-O2']
-        self.build_system.executable = self.executable
 
 
 @rfm.simple_test

@@ -158,22 +158,30 @@ class PreparedCavityRanks(PreparedCase):
         self.num_subdomains = self.ranks
 
 
-class MpiCountBuild(rfm.CompileOnlyRegressionTest):
-    """The PMPI interposer that counts MPI calls by kind (reframe/src/mpicount), built as a
-    shared library with the environment's MPI (mpicc)."""
+class MpiBuild(rfm.CompileOnlyRegressionTest):
+    """One C source of reframe/src, compiled with the environment's MPI (mpicc) into
+    ``executable``; subclasses name the source and add flags."""
 
     build_system = 'SingleSource'
+    valid_systems = ['*']
+    cflags = variable(list, value=['-O2'])
+
+    @run_before('compile')
+    def use_mpicc(self):
+        self.build_system.cc = 'mpicc'
+        self.build_system.cflags = self.cflags
+        self.build_system.executable = self.executable
+
+
+class MpiCountBuild(MpiBuild):
+    """The PMPI interposer that counts MPI calls by kind (reframe/src/mpicount), built as a
+    shared library."""
+
     sourcesdir = str(REPO / 'reframe' / 'src' / 'mpicount')
     sourcepath = 'mpicount.c'
     executable = 'libmpicount.so'
-    valid_systems = ['*']
+    cflags = ['-O2', '-shared', '-fPIC']
     valid_prog_environs = ['+seed001']
-
-    @run_before('compile')
-    def shared_library(self):
-        self.build_system.cc = 'mpicc'
-        self.build_system.cflags = ['-O2', '-shared', '-fPIC']
-        self.build_system.executable = self.executable
 
     @sanity_function
     def assert_built(self):
