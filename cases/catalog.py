@@ -11,8 +11,8 @@ against published_seed000.csv, seed 000 Table 3, and seed 001's tables, without 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 @dataclass(frozen=True)

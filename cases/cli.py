@@ -28,15 +28,11 @@ from cases.sizes import background_cells, get_case, resolve
 
 
 def openfoam_env() -> dict:
-    """The caller's OpenFOAM if one is loaded, else Debian's (the local site)."""
+    """The caller's OpenFOAM (a loaded module, a sourced etc/bashrc, or ./bench cases)."""
     env = dict(os.environ)
     if "WM_PROJECT_DIR" not in env:
-        try:
-            from localsite import openfoam
-        except ImportError:
-            raise CaseError("no OpenFOAM environment (WM_PROJECT_DIR is not set) -- load one "
-                            "or source its etc/bashrc") from None
-        env = openfoam.run_env(env)
+        raise CaseError("no OpenFOAM environment (WM_PROJECT_DIR is not set) -- load one or "
+                        "source its etc/bashrc; on the local site use './bench cases ...'")
     if os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -26,7 +26,7 @@ from foamlib import FoamFile
 from cases.catalog import Case
 from cases.errors import CaseError
 from cases.sizes import Resolved, background_cells, get_case, resolve
-from cases.template import template_files, render
+from cases.template import render, template_files
 
 METHODS_WITH_N = ("simple", "hierarchical")
 META = "case.json"
@@ -63,7 +63,7 @@ class Prepared:
     processor_cells: list | None = None
 
     @classmethod
-    def load(cls, path: Path) -> "Prepared":
+    def load(cls, path: Path) -> Prepared:
         meta = Path(path) / META
         try:
             data = json.loads(meta.read_text())
@@ -79,13 +79,13 @@ class Prepared:
         tightened without re-meshing)."""
         return get_case(self.case).checks
 
-    def copy_to(self, dest: Path) -> "Prepared":
+    def copy_to(self, dest: Path) -> Prepared:
         shutil.copytree(self.path, dest, symlinks=True, dirs_exist_ok=True)
         return Prepared.load(dest)
 
 
 def default_cache() -> Path:
-    from localsite.paths import cache_dir
+    from topofoam.paths import cache_dir
     return cache_dir() / "cases"
 
 
@@ -338,11 +338,13 @@ def _write_mirror_dict(work: Path, i: int) -> None:
 
 
 def _geometry(env: dict) -> Path:
-    tutorials = env.get("FOAM_TUTORIALS") or _default_tutorials(env)
-    return Path(tutorials) / "resources" / "geometry" / "motorBike.obj.gz"
+    return Path(tutorials_dir(env)) / "resources" / "geometry" / "motorBike.obj.gz"
 
 
-def _default_tutorials(env: dict) -> str:
+def tutorials_dir(env: dict) -> str:
+    """The OpenFOAM tutorials: FOAM_TUTORIALS, else the installation's."""
+    if env.get("FOAM_TUTORIALS"):
+        return env["FOAM_TUTORIALS"]
     project = env.get("WM_PROJECT_DIR", "")
     for candidate in (Path(project) / "tutorials",
                       Path("/usr/share/doc/openfoam-examples/examples")):

@@ -1,6 +1,7 @@
 """rankmap's performance and quality figures, printed side by side in one run.
 
-    python -m rankmap.bench [--json FILE] [--quick]
+    python -m rankmap.bench [--json FILE] [--quick]     (an OpenFOAM environment loaded)
+    ./bench rankmap-bench [--json FILE] [--quick]       (the local site's OpenFOAM)
 
 Speed: placement + schedule for 1,280 ranks on 10 VSC-5 nodes and for 131,072 ranks on 1,024
 VSC-5 nodes (3D-grid decomposition graphs), time and peak memory (measured in a child process).
@@ -60,7 +61,7 @@ def speed_large() -> dict:
 
 def decomposition(case: str, parts: int, cache: Path) -> Path:
     """A case meshed and SCOTCH-decomposed (cell distribution only), cached by its inputs."""
-    from localsite import openfoam
+    from cases.tutorial import decompose_tutorial
 
     dest = cache / f"{case}-{parts}"
     if (dest / "0" / "cellDist").exists():
@@ -68,7 +69,7 @@ def decomposition(case: str, parts: int, cache: Path) -> Path:
     tutorial, cells = CASES[case]
     tmp = cache / f".{case}-{parts}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    openfoam.decompose_tutorial(tutorial, tmp, parts, cells=cells, cell_dist_only=True)
+    decompose_tutorial(tutorial, tmp, parts, cells=cells, cell_dist_only=True)
     tmp.rename(dest)
     return dest
 
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="only the 1,280-rank timing")
     args = p.parse_args(argv)
 
-    from localsite import paths
+    from topofoam import paths
     cache = paths.cache_dir() / "rankmap-bench"
     cache.mkdir(parents=True, exist_ok=True)
     out: dict = {}

@@ -27,7 +27,7 @@ class CommGraph:
         return len(self.xadj) - 1
 
     @classmethod
-    def from_arcs(cls, n: int, u, v, w, source: str = "") -> "CommGraph":
+    def from_arcs(cls, n: int, u, v, w, source: str = "") -> CommGraph:
         """From arcs given in both directions (u->v and v->u); duplicates are summed."""
         u, v, w = (np.asarray(a, dtype=np.int64) for a in (u, v, w))
         keep = u != v
@@ -54,7 +54,7 @@ class CommGraph:
         once = u < v
         return u[once], v[once], w[once]
 
-    def split(self, parts: np.ndarray, nparts: int) -> list[tuple[np.ndarray, "CommGraph"]]:
+    def split(self, parts: np.ndarray, nparts: int) -> list[tuple[np.ndarray, CommGraph]]:
         """Each part's vertices (ascending) and induced subgraph, in one pass over the arcs."""
         parts = np.asarray(parts, dtype=np.int64)
         members = np.argsort(parts, kind="stable")
@@ -169,7 +169,7 @@ def from_cell_dist(case: Path) -> CommGraph:
     a, b = dist[owner[:internal]], dist[neighbour]
     us, vs = [a, b], [b, a]
     by_name = {name: patch for name, patch in patches if isinstance(patch, dict)}
-    for name, patch in by_name.items():
+    for _name, patch in by_name.items():
         if patch.get("type") != "cyclic" or "neighbourPatch" not in patch:
             continue
         other = by_name[patch["neighbourPatch"]]

@@ -43,7 +43,7 @@ def _lib() -> ctypes.CDLL:
         lib = ctypes.CDLL("libscotch.so", mode=ctypes.RTLD_GLOBAL)
     except OSError:
         raise InputError("the SCOTCH library (libscotch.so) is not installed -- install "
-                         "libscotch-dev (Debian; site-configs/local/setup.sh does)") from None
+                         "libscotch-dev (Debian; ./bench setup does)") from None
     if lib.SCOTCH_numSizeof() != 4:
         raise InputError("this libscotch uses 64-bit SCOTCH_Num; rankmap expects Debian's "
                          "32-bit build (libscotch-dev)")

@@ -7,9 +7,9 @@ mesh, and the case's physical checks hold. Performance: ExecutionTime, ClockTime
 per step.
 """
 
-import reframe as rfm
 from reframe.core.builtins import fixture
 
+import reframe as rfm
 from topofoam.fixtures import PreparedCase
 from topofoam.runs import PreparedCaseRun
 
@@ -25,4 +25,5 @@ class CaseRun(PreparedCaseRun):
     num_tasks = 2
     time_limit = '30m'
     tags = {'foundation', 'fast', 'cases'}
+    stage = 'cases'
     descr = 'benchmark case on 2 ranks, SCOTCH decomposition'

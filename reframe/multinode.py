@@ -13,24 +13,26 @@ perflog column ``core_binding`` says which. On an emulated partition the timings
 ``emulated`` and carry no reference.
 """
 
-import sys
-
-import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
-                                   variable)
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
+import reframe as rfm
 from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedCavityRanks
-from topofoam.runs import PreparedCaseRun
+from topofoam.placed import PlacedRun
 
 RANKS_PER_NODE = 2
-PROBE = ("echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
-         "$(grep Cpus_allowed_list /proc/self/status | cut -f2)")
 
 
 @rfm.simple_test
-class MultiNodeRun(PreparedCaseRun):
+class MultiNodeRun(PlacedRun):
     """One placement variant and launcher on 1, 2 or 4 nodes."""
 
     variant = parameter(['standard', 'global', 'local+global'])
@@ -38,7 +40,6 @@ class MultiNodeRun(PreparedCaseRun):
     build = fixture(PatchedOpenFOAMBuild, scope='environment')
     prepared = fixture(PreparedCavityRanks, scope='environment')
     nodes = variable(int, value=0, loggable=True)
-    core_binding = variable(str, value='', loggable=True)
     topology = variable(str, value='local')     # the node rankmap maps onto
     valid_systems = ['+multinode']
     valid_prog_environs = ['+reduction-schedule']
@@ -47,6 +48,7 @@ class MultiNodeRun(PreparedCaseRun):
     # After a node failure fewer nodes are up: fail clearly instead of pending for ever.
     max_pending_time = '2m'
     tags = {'multinode'}
+    stage = 'multinode'
 
     @run_after('setup')
     def set_layout(self):
@@ -64,28 +66,21 @@ class MultiNodeRun(PreparedCaseRun):
 
     @run_before('run')
     def map_and_launch(self):
-        cmds = self.prerun_cmds
-        cmds.append('scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.alloc')
-        if self.variant != 'standard':
-            cmds.append(f"{sys.executable} -m rankmap map . --topology '{self.topology}' "
-                        f"--nodes {self.nodes} --out map > rankmap.log")
-            schedule = ('map/reductionSchedule' if self.variant == 'local+global'
-                        else 'map/reductionSchedule.block')
-            self.env_vars['FOAM_REDUCTION_SCHEDULE'] = f'$PWD/{schedule}'
-            self.env_vars['OMPI_MCA_mca_base_env_list'] = (
-                '"${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}'
-                'FOAM_REDUCTION_SCHEDULE"')
+        if self.variant == 'standard':
+            self.add_prerun('place',
+                            'scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.alloc')
+        else:
+            self.rankmap_commands(self.topology, self.nodes)
+            self.use_schedule('map/reductionSchedule' if self.variant == 'local+global'
+                              else 'map/reductionSchedule.block')
+            self.forward_to_ranks('FOAM_REDUCTION_SCHEDULE')
         if self.variant == 'local+global':
             if self.launcher_kind == 'srun':
                 self.env_vars['SLURM_HOSTFILE'] = '$PWD/map/slurm.hostfile'
                 self.job.launcher.options += ['--distribution=arbitrary']
             else:
                 self.job.launcher.options += ['-rf', 'map/rankfile']
-        # ReFrame gives the job its task count when it writes the script, after this hook;
-        # the probe's mpirun needs it now (srun takes it from the allocation).
-        self.job.num_tasks = self.num_tasks
-        launch = self.job.launcher.run_command(self.job)
-        cmds.append(f"{launch} bash -c '{PROBE}' > placement.txt")
+        self.probe_placement()
 
     def expected_hosts(self):
         """Host of each rank: rankmap's hostfile, or block order over the allocation."""
@@ -100,25 +95,10 @@ class MultiNodeRun(PreparedCaseRun):
 
     @sanity_function
     def assert_placed_and_completed(self):
-        placement = f'{self.stagedir}/placement.txt'
-        got = sn.extractall(r'^placement (\d+) (\S+) (\S+)$', placement, 0)
-        by_rank = {int(r): (h, c) for r, h, c in
-                   sn.evaluate(sn.extractall(r'^placement (\d+) (\S+) (\S+)$', placement,
-                                             [1, 2, 3]))}
-        checks = [
-            sn.assert_eq(sn.count(got), self.num_tasks, msg='{0} ranks reported, expected {1}'),
-            sn.assert_eq([by_rank.get(r, ('?', '?'))[0] for r in range(self.num_tasks)],
-                         sn.evaluate(self.expected_hosts()),
-                         msg='ranks ran on hosts {0}, the mapping gives {1}'),
-            self.assert_run(),
-        ]
-        if self.core_binding == 'verified':
-            checks.append(sn.assert_eq(
-                [by_rank.get(r, ('?', '?'))[1] for r in range(self.num_tasks)],
-                sn.evaluate(self.expected_cores()),
-                msg='ranks ran on cores {0}, the rankfile gives {1}'))
+        cores = (sn.evaluate(self.expected_cores()) if self.core_binding == 'verified'
+                 else None)
+        checks = self.placement_checks(sn.evaluate(self.expected_hosts()), cores)
+        checks.append(self.assert_run())
         if self.variant != 'standard':
-            checks.append(sn.assert_found(
-                rf'^reductionSchedule: \S+ for {self.num_tasks} ranks', self.stdout,
-                msg='the patched OpenFOAM did not report the schedule'))
+            checks.append(self.schedule_reported())
         return sn.all(checks)

@@ -8,12 +8,18 @@ latency table that rankmap takes as its cost vector (``--cost-table``). Partitio
 share one machine (emulated) have no sweep values, so they are not measured.
 """
 
-import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
-                                   variable)
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
+import reframe as rfm
 from rankmap import topology
 from topofoam.fixtures import MpiBuild
 from topofoam.sweep import partitions
@@ -37,6 +43,8 @@ class PingPongRun(rfm.RunOnlyRegressionTest):
     #: Message sizes in double-precision scalars (seed 000 Table 2).
     sizes = variable(typ.List[int], value=[10, 100, 500, 1000])
     cpus = variable(str, value='', loggable=True)
+    #: What kind of run this is (topofoam.results.stages).
+    stage = variable(str, value='p2p', loggable=True)
     # The MPI is what is measured: one environment, the one every site has.
     valid_prog_environs = ['+reduction-schedule']
     num_tasks = 2
@@ -101,6 +109,6 @@ class PingPongRun(rfm.RunOnlyRegressionTest):
             sn.assert_eq(found, self.sizes, msg='sizes measured {0}, expected {1}'),
             sn.assert_eq(sn.sorted(placed), [('0', self.cpus.split(',')[0]),
                                              ('1', self.cpus.split(',')[1])],
-                         msg='ranks ran on {0}, expected CPUs {1}'.format(
+                         msg='ranks ran on {}, expected CPUs {}'.format(
                              '{0}', self.cpus)),
         ])

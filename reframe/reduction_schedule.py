@@ -10,16 +10,16 @@ reports the schedule for the run's rank count (or, for standard, no schedule at 
 
 import sys
 
-import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
+import reframe as rfm
 from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedSolverMix
-from topofoam.runs import PreparedCaseRun
+from topofoam.placed import PlacedRun
 
 
 @rfm.simple_test
-class ReductionScheduleRun(PreparedCaseRun):
+class ReductionScheduleRun(PlacedRun):
     """A benchmark case with and without a hierarchical reduction schedule."""
 
     variant = parameter(['standard', 'global', 'global+sums'])
@@ -30,6 +30,7 @@ class ReductionScheduleRun(PreparedCaseRun):
     num_tasks = 2
     time_limit = '10m'
     tags = {'schedule'}
+    stage = 'schedule'
 
     @run_after('setup')
     def describe(self):
@@ -39,15 +40,11 @@ class ReductionScheduleRun(PreparedCaseRun):
     def use_schedule(self):
         if self.variant != 'standard':
             # The schedule for the default (block) placement on this node: 'global only'.
-            self.prerun_cmds.append(
-                f'{sys.executable} -m rankmap schedule . --topology local --nodes 1 '
-                f'--placement block --out reductionSchedule')
-            self.env_vars['FOAM_REDUCTION_SCHEDULE'] = '$PWD/reductionSchedule'
-            # Every rank needs it: srun exports the environment, Open MPI's mpirun forwards
-            # what mca_base_env_list names (it cannot be mixed with mpirun -x).
-            self.env_vars['OMPI_MCA_mca_base_env_list'] = (
-                '"${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}'
-                'FOAM_REDUCTION_SCHEDULE"')
+            self.add_prerun(
+                'place', f'{sys.executable} -m rankmap schedule . --topology local --nodes 1 '
+                         f'--placement block --out reductionSchedule')
+            self.use_schedule('reductionSchedule')
+            self.forward_to_ranks('FOAM_REDUCTION_SCHEDULE')
         if self.variant == 'global+sums':
             self.executable_opts += ['-opt-switch', 'reductionScheduleSums=1']
 

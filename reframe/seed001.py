@@ -20,14 +20,13 @@ the project's PMPI interposer (reframe/src/mpicount); the perflog has the totals
 import os
 import sys
 
-import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, parameter, run_after, run_before,
-                                   sanity_function)
+from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
+import reframe as rfm
 from topofoam import sweep
 from topofoam.fixtures import MpiCountBuild, PatchedOpenFOAMBuild
-from topofoam.sweep import CaseCopy, PreparedLayout, Settings, SweepRun, layout_name
+from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
 VARIANTS = ('standard', 'optMULES', 'pipePCG', 'rePipePCG', 'optMULES+pipePCG',
             'optMULES+rePipePCG')
@@ -53,7 +52,7 @@ class CountsMpiCalls(rfm.RegressionTestPlugin):
 
     @run_before('run')
     def preload_the_counter(self):
-        self.prerun_cmds.insert(1, 'mkdir -p mpicount')
+        self.add_prerun('prepare', 'mkdir -p mpicount')
         # Only the solver is counted (not cp, the probe, or the shell).
         self.executable = (f'env LD_PRELOAD={self.mpicount.library()} '
                            f'TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}')
@@ -79,6 +78,7 @@ class Seed001Reference(CountsMpiCalls, SweepRun):
     build = fixture(PatchedOpenFOAMBuild, scope='environment')
     prepared = fixture(Seed001Case, scope='environment')
     valid_prog_environs = ['+seed001']
+    stage = 'reference'
 
 
 @rfm.simple_test
@@ -90,6 +90,7 @@ class Seed001Run(CountsMpiCalls, SweepRun):
     variant = parameter(list(VARIANTS))
     valid_prog_environs = ['+seed001']
     tags = {'seed001'}
+    stage = 'seed001'
 
     @property
     def prepared(self):
@@ -102,7 +103,7 @@ class Seed001Run(CountsMpiCalls, SweepRun):
     def applies(self, part, nodes, ppn):
         if 'optMULES' in self.variant and self._case_name() not in MULES_SOLVERS:
             return False
-        return super().applies(part, nodes, ppn) and ppn == Settings(part).ppn
+        return super().applies(part, nodes, ppn)
 
     @run_after('setup')
     def set_variant(self):
@@ -121,9 +122,8 @@ class Seed001Run(CountsMpiCalls, SweepRun):
     def use_the_solver(self):
         solver = PCG_SOLVERS.get(self.variant.split('+')[-1])
         if solver:
-            # Right after the case is copied in: not inside the solver's timing.
-            self.prerun_cmds.insert(1, f'{sys.executable} -m topofoam.solvers . '
-                                       f'{solver}')
+            # Before the solver's timing starts.
+            self.add_prerun('prepare', f'{sys.executable} -m topofoam.solvers . {solver}')
 
     @sanity_function
     def assert_variant_ran(self):

@@ -8,15 +8,22 @@ written every step, every 10th step, or only at the end. ``shared``: in the stag
 copies timed too, since seed 002 found shared storage ahead once the copy back is counted.
 """
 
-import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (fixture, parameter, performance_function, run_after,
-                                   run_before, sanity_function, variable)
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    performance_function,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
+import reframe as rfm
 from topofoam import sweep
 from topofoam.fixtures import PatchedOpenFOAMBuild
 from topofoam.runs import PreparedCaseRun
-from topofoam.sweep import PreparedLayout, Settings, layout_name
+from topofoam.sweep import PreparedLayout, layout_name
 
 STEPS = ('stage_in', 'decompose', 'solve', 'reconstruct', 'copy_back')
 
@@ -46,6 +53,7 @@ class StorageRun(PreparedCaseRun):
     time_limit = '1h'
     exclusive_access = True
     tags = {'storage'}
+    stage = 'storage'
 
     def _layout(self):
         info = type(self).get_variant_info(self.variant_num, recurse=True)
@@ -55,7 +63,7 @@ class StorageRun(PreparedCaseRun):
     def select_partitions(self):
         _, ppn = self._layout()
         self.valid_systems = [p.fullname for p in sweep.partitions()
-                              if ppn == Settings(p).ppn]
+                              if ppn == sweep.settings(p).ppn]
 
     @run_after('setup')
     def set_layout(self):
@@ -70,8 +78,7 @@ class StorageRun(PreparedCaseRun):
     def stage_and_time(self):
         local = self.current_partition.extras.get('local_storage', '${TMPDIR:-/tmp}')
         every = self.write_every or self.expected_steps
-        cmds = self.prerun_cmds         # the case was copied into the stage first
-        cmds.append('t0=$(date +%s.%N)')
+        cmds = ['t0=$(date +%s.%N)']
         if self.storage == 'local':
             # The case only: the job's own files stay (the copy back would overwrite them).
             cmds += [f'RUNDIR=$(mktemp -d "{local}/topofoam-storage.XXXXXX")',
@@ -88,6 +95,7 @@ class StorageRun(PreparedCaseRun):
             _elapsed('decompose'),
             't0=$(date +%s.%N)',
         ]
+        self.add_prerun('prepare', *cmds)
         self.postrun_cmds = [
             _elapsed('solve'),
             't0=$(date +%s.%N)',

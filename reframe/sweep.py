@@ -15,17 +15,18 @@ the partition lacks) is not listed for that partition. Tags:
 
 Every run's final fields must match those of the standard run of its case and layout with
 the partition's settings, which runs first as a fixture (``*Reference``). Stages after intra1
-take the best settings so far from $TOPOFOAM_TUNING (topofoam/sweep.py).
+take the best settings so far from $TOPOFOAM_TUNING; which combination runs on which
+partition is decided in one place, topofoam/sweepspace.py (the ``stage`` of each check).
 The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
 """
 
-import reframe as rfm
 from reframe.core.builtins import fixture, parameter
 
+import reframe as rfm
 from sitekit import presets
 from topofoam import sweep
 from topofoam.fixtures import PatchedOpenFOAMBuild
-from topofoam.sweep import CaseCopy, PreparedLayout, Settings, SweepRun, layout_name
+from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
 
 class VariantCase(PreparedLayout):
@@ -59,6 +60,7 @@ class _Reference(SweepRun):
 
     build = fixture(PatchedOpenFOAMBuild, scope='environment')
     valid_prog_environs = ['+reduction-schedule']
+    stage = 'reference'
 
 
 class VariantReference(_Reference):
@@ -91,9 +93,6 @@ class _Stage(SweepRun):
     def prepared(self):
         return CaseCopy(self.standard_run)
 
-    def applies(self, part, nodes, ppn):
-        return super().applies(part, nodes, ppn) and ppn == Settings(part).ppn
-
 
 @rfm.simple_test
 class VariantRun(_Stage):
@@ -103,6 +102,7 @@ class VariantRun(_Stage):
     binding = parameter(list(presets.BINDINGS))
     standard_run = fixture(VariantReference, scope='environment')
     tags = {'sweep', 'variants'}
+    stage = 'variants'
 
 
 @rfm.simple_test
@@ -112,9 +112,7 @@ class Intra1Run(_Stage):
     binding = parameter(['block'])
     standard_run = fixture(Intra1Reference, scope='environment')
     tags = {'sweep', 'intra1'}
-
-    def applies(self, part, nodes, ppn):
-        return SweepRun.applies(self, part, nodes, ppn) and ppn in part.extras['ppn']
+    stage = 'intra1'
 
 
 @rfm.simple_test
@@ -126,10 +124,7 @@ class Intra2Run(_Stage):
     coll = parameter(sweep.union('coll') or [''])
     standard_run = fixture(Intra2Reference, scope='environment')
     tags = {'sweep', 'intra2'}
-
-    def applies(self, part, nodes, ppn):
-        return (super().applies(part, nodes, ppn)
-                and [self.ucx, self.coll] in part.extras['intra2_pairs'])
+    stage = 'intra2'
 
 
 @rfm.simple_test
@@ -139,6 +134,7 @@ class Inter1Run(_Stage):
     ucx_inter = parameter(sweep.union('ucx_inter') or [''])
     standard_run = fixture(InterReference, scope='environment')
     tags = {'sweep', 'inter1'}
+    stage = 'inter1'
 
 
 @rfm.simple_test
@@ -147,6 +143,7 @@ class Inter2Run(_Stage):
 
     standard_run = fixture(InterReference, scope='environment')
     tags = {'sweep', 'inter2'}
+    stage = 'inter2'
 
 
 @rfm.simple_test
@@ -157,8 +154,4 @@ class CostRun(_Stage):
     binding = parameter(['', 'rankmap'])
     standard_run = fixture(CostReference, scope='environment')
     tags = {'sweep', 'cost'}
-
-    def applies(self, part, nodes, ppn):
-        # standard keeps the best placement so far ('' = Settings); local+global is rankmap's.
-        paired = (self.variant == 'standard') == (self.binding == '')
-        return paired and super().applies(part, nodes, ppn)
+    stage = 'cost'

@@ -2,12 +2,18 @@
 
 Partitions:
   cpu    the local scheduler, ranks started with ``mpirun``;
-  slurm  the project's own single-node Slurm (site-configs/local/slurm.py), jobs through
+  slurm  the project's own single-node Slurm (localsite/slurm.py), jobs through
          ``sbatch``/``squeue`` (no accounting, hence ``squeue``), ranks with ``srun --mpi=pmix``.
-         Present only while that Slurm runs (``./bench slurm start`` or ``./bench run``).
-  emu    the emulated multi-node cluster (site-configs/local/cluster.py): nodes are network
+         Present when SLURM_CONF names that Slurm's configuration (``./bench run`` sets it;
+         by hand: ``./bench slurm start`` and ``export SLURM_CONF=.run/slurm/slurm.conf``).
+  emu    the emulated multi-node cluster (localsite/cluster.py): nodes are network
          namespaces of this machine, so timings are emulated and mean nothing; it exists so
-         that multi-node paths run for real. Needs root; present while it runs.
+         that multi-node paths run for real. Needs root; present when SLURM_CONF names its
+         configuration (``./bench cluster start`` prints it).
+
+Nothing is probed when this file is loaded: what it needs to know about the machine
+(processor, cores, NUMA nodes, the cached builds' folders) ``./bench`` writes to
+``results/local-site.json`` (localsite/facts.py).
 
 Environments:
   openfoam-v1912           Debian's stock OpenFOAM v1912, plus the real SCOTCH decomposition
@@ -15,7 +21,7 @@ Environments:
   openfoam-v1912-patched   the same with libOpenFOAM/libPstream built with patches/esi-v1912
                            first in LD_LIBRARY_PATH and its interFoam first in PATH (built by
                            the PatchedOpenFOAMBuild fixture, once, into the cache; see
-                           build-openfoam.sh).
+                           localsite/build-openfoam.sh).
 
 Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by hand:
 ``reframe -C site-configs/local.py -c reframe -r``.
@@ -23,23 +29,22 @@ Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by
 
 import os
 import sys
-from pathlib import Path
-
-from reframe.utility.cpuinfo import cpuinfo
 
 import sitekit.common
-from localsite import openfoam, paths
 from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
+from localsite.facts import FactsError, load
 from localsite.slurm import LocalSlurm
-from rankmap import topology
+from topofoam import paths
 
+# What ./bench found out about this machine (processor, cores, NUMA nodes, build folders).
+try:
+    _facts = load()
+except FactsError as e:
+    sys.exit(f"site-configs/local.py: {e}")
+_builds = _facts["builds"]
 _results = paths.results_dir()
 _slurm = LocalSlurm()
-(_results / "reframe").mkdir(parents=True, exist_ok=True)
-
-# Every Slurm client ReFrame starts (sbatch, squeue, scancel) must find our controller through
-# SLURM_CONF: without it Slurm looks the controller up through DNS, off the machine.
-os.environ.setdefault("SLURM_CONF", str(_slurm.conf))
+_emu = EmulatedCluster()
 
 # Open MPI's mpirun refuses root unless told; containers and CI machines often run as root.
 # mca_base_env_list forwards the library path to every rank, on any host. It warns about
@@ -52,10 +57,10 @@ _mpi_env = [
 ]
 
 _foam_env = [
-    ["WM_PROJECT_DIR", str(openfoam.PROJECT_DIR)],
+    ["WM_PROJECT_DIR", _facts["openfoam_dir"]],
     # The tutorials (the motorbike case takes its geometry from them); TOPOFOAM_TUTORIALS
     # points elsewhere.
-    ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", str(openfoam.EXAMPLES))],
+    ["FOAM_TUTORIALS", os.environ.get("TOPOFOAM_TUTORIALS", _facts["tutorials"])],
 ]
 
 # Open MPI's UCX PML, as on the clusters, so that the UCX presets the sweeps set take effect
@@ -67,16 +72,11 @@ _ucx_env = [
     ["OMPI_MCA_pml_ucx_devices", "any"],
 ]
 
-# ReFrame detects the processor of local partitions by itself; the Slurm node is this same
-# machine, so its detection result is ReFrame's own for this host, not a remote job.
-_processor = cpuinfo()
-
 # What the sweeps (reframe/sweep.py) vary here: 2 ranks on this one node, every placement
 # that differs on it, the UCX thresholds UCX 1.13 takes, Open MPI's own collectives.
-_node = topology.this_machine()
 _sweep = {
-    "topology": "local", "cores": _node.cores, "numa_nodes": _node.n_numa, "nps": "",
-    "ppn": [min(2, _node.cores)], "nodes": [1],
+    "topology": "local", "cores": _facts["cores"], "numa_nodes": _facts["numa_nodes"],
+    "nps": "", "ppn": [min(2, _facts["cores"])], "nodes": [1],
     "ucx": ["auto", "rndv16k", "rndv128k"], "ucx_inter": ["auto"], "coll": ["default", "han"],
     "intra2_pairs": [["auto", "default"], ["rndv16k", "default"], ["rndv128k", "default"],
                      ["auto", "han"]],
@@ -92,15 +92,18 @@ _partitions = [
         "launcher": "mpirun",
         "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
         "env_vars": _mpi_env + _ucx_env,
+        "processor": _facts["processor"],
         "extras": _sweep,
         "max_jobs": 1,
     },
 ]
 
-# TOPOFOAM_LIST_ALL=1 lists every partition, running or not: the report reads their extras.
-_list_all = os.environ.get("TOPOFOAM_LIST_ALL") == "1"
+# The Slurm partitions are there when ReFrame's own Slurm clients (sbatch, squeue) are
+# pointed at our controller: every Slurm client must get SLURM_CONF, or it looks its
+# controller up through DNS, off the machine. ./bench run sets it per partition.
+_slurm_conf = os.environ.get("SLURM_CONF", "")
 
-if _list_all or _slurm.running().keys() >= {"munged", "slurmctld", "slurmd"}:
+if _slurm_conf == str(_slurm.conf):
     _partitions.append({
         "name": "slurm",
         "descr": "this machine as a one-node Slurm cluster, srun --mpi=pmix",
@@ -109,23 +112,14 @@ if _list_all or _slurm.running().keys() >= {"munged", "slurmctld", "slurmd"}:
         "access": [f"--partition={LocalSlurm.partition}"],
         "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
         "env_vars": _mpi_env + _ucx_env + [["SLURM_MPI_TYPE", "pmix"]],
-        "processor": _processor,
+        # The Slurm node is this machine: its processor is the one detected here.
+        "processor": _facts["processor"],
         # task/affinity: srun binds for real on this node.
         "extras": _sweep,
         "max_jobs": 1,
     })
-else:
-    print("local.py: partition 'slurm' left out: the project's local Slurm is not running "
-          "-- start it with './bench slurm start' (as root)", file=sys.stderr)
 
-_emu = EmulatedCluster()
-if not _list_all and os.geteuid() != 0:
-    print("local.py: partition 'emu' left out: the emulated cluster needs root",
-          file=sys.stderr)
-elif not _list_all and "slurmctld" not in _emu.running():
-    print("local.py: partition 'emu' left out: the emulated cluster is not running "
-          "-- start it with './bench cluster start --nodes 4'", file=sys.stderr)
-else:
+if _slurm_conf == str(_emu.conf):
     _lay = DEFAULT_LAYOUT
     _partitions.append({
         "name": "emu",
@@ -146,7 +140,7 @@ else:
             "topology": (f"pack:{_lay.sockets} core:{_lay.cores_per_socket} "
                          f"pu:{_lay.threads_per_core}"),
             # Cores are verifiable only where the declared node is the real one.
-            "declared_is_real": _lay.cpus == _processor.get("num_cpus"),
+            "declared_is_real": _lay.cpus == _facts["processor"].get("num_cpus"),
         },
         "max_jobs": 1,
     })
@@ -167,7 +161,7 @@ site_configuration = {
             "name": "openfoam-v1912",
             "features": ["openfoam", "openfoam-v1912", "scotch"],
             "env_vars": _foam_env + [
-                ["LD_LIBRARY_PATH", f"{openfoam.lib_dir('scotch')}:$LD_LIBRARY_PATH"],
+                ["LD_LIBRARY_PATH", f"{_builds['scotch_lib']}:$LD_LIBRARY_PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi"},
         },
@@ -176,15 +170,15 @@ site_configuration = {
             "features": ["openfoam", "openfoam-v1912", "scotch", "reduction-schedule",
                          "seed001", "local-build"],
             "env_vars": _foam_env + [
-                ["LD_LIBRARY_PATH", f"{openfoam.lib_dir('patched')}:"
-                                    f"{openfoam.lib_dir('scotch')}:$LD_LIBRARY_PATH"],
+                ["LD_LIBRARY_PATH", f"{_builds['patched_lib']}:{_builds['scotch_lib']}:"
+                                    f"$LD_LIBRARY_PATH"],
                 # interFoam with the MULES patch (off unless mulesNeighbourExchange 1)
-                ["PATH", f"{openfoam.build_prefix('patched')}/bin:$PATH"],
+                ["PATH", f"{_builds['patched_bin']}:$PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi",
                        "build_target": "patched",
                        # The cache folder's name: version, build and a hash of the inputs.
-                       "build_id": Path(openfoam.lib_dir("patched")).parent.name},
+                       "build_id": _builds["patched_id"]},
         },
     ],
     **sitekit.common.sections(_results),

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from topofoam.paths import REPO
+
 PYTHON = sys.executable
 IS_ROOT = os.geteuid() == 0
 
@@ -54,9 +55,9 @@ def foam_env() -> dict:
 
 def decomposed_case(dest: Path, cells: tuple[int, int, int], parts: int) -> Path:
     """The cavity tutorial with ``cells`` blocks, decomposed by SCOTCH into ``parts``."""
-    from localsite import openfoam
-    return openfoam.decompose_tutorial("incompressible/icoFoam/cavity/cavity", dest, parts,
-                                       cells=cells)
+    from cases.tutorial import decompose_tutorial
+    return decompose_tutorial("incompressible/icoFoam/cavity/cavity", dest, parts,
+                              cells=cells, env=foam_env())
 
 
 def tool(name: str) -> str:

@@ -9,13 +9,11 @@ import time
 
 import pytest
 
-from conftest import PYTHON, REPO, foam_env
-
-from cases import CASES, CaseError, Request, background_cells, prepare, resolve
-from cases import catalog
+from cases import CASES, CaseError, Request, background_cells, catalog, prepare, resolve
 from cases.run import run
 from cases.sanity import check_log, evaluate
 from cases.template import blockmesh_cells
+from conftest import PYTHON, REPO, foam_env
 
 # Seed 000 Table 3, as the seed documents give it (a copy of its reference CSV).
 REFERENCE = REPO / "cases" / "published_seed000.csv"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHON, REPO, decomposed_case, foam_env, free_port, needs_root
-
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import SlurmError
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-
 from localsite import openfoam
 
 SERIES = sorted(p for p in (REPO / "patches").iterdir() if p.is_dir())

@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import PYTHON, REPO, decomposed_case, foam_env
-
-from rankmap import graph, mapping, outputs, scheduledict, topology
+from rankmap import graph, mapping, outputs, scheduledict, scotch, topology
 from rankmap.balance import enforce_sizes
 from rankmap.errors import InputError
 from rankmap.schedule import hierarchical, openfoam_tree
-from rankmap import scotch
 
 # Small machines with every level present, as hwloc synthetic descriptions.
 SMALL = "pack:2 numa:2 core:3 pu:1"     # 12 cores: 2 domains x 2 NUMA nodes x 3 cores

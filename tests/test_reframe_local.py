@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IS_ROOT, REPO, as_nobody, bench_cli, free_port
-
 from cases import CASES, background_cells
+from conftest import IS_ROOT, REPO, as_nobody, bench_cli, free_port
 
 PARTITIONS = ["cpu", "slurm", "emu"] if IS_ROOT else ["cpu"]
 

@@ -12,9 +12,9 @@ import subprocess
 import pytest
 
 from conftest import PYTHON, REPO
-from reporting import analysis, published
-from reporting.build import build
-from reporting.collect import collect
+from topofoam.reporting import analysis, published
+from topofoam.reporting.build import build
+from topofoam.reporting.collect import collect
 
 # TEST DATA: solver seconds of a made-up cluster at 2..10 nodes. Node-seconds
 # (nodes x seconds) fall to 840 at 6 nodes and rise after: the cost optimum is 6 nodes.

@@ -120,7 +120,9 @@ def solver_case(name: str, dest: Path) -> tuple[Path, str, str]:
     import gzip
     import shutil
     import subprocess
+
     from foamlib import FoamFile
+
     from conftest import foam_env
     from localsite.openfoam import EXAMPLES
 

@@ -1,11 +1,11 @@
-"""site-configs/local/setup.sh: idempotent, and a clear one-line cause when it cannot proceed."""
+"""localsite/setup.sh: idempotent, and a clear one-line cause when it cannot proceed."""
 
 import subprocess
 import time
 
 from conftest import REPO, needs_root
 
-SETUP = REPO / "site-configs" / "local" / "setup.sh"
+SETUP = REPO / "localsite" / "setup.sh"
 
 
 def run_setup(env=None, prefix=()):

@@ -129,7 +129,7 @@ def test_intra2_job_scripts_on_oci_pair_ucx_with_collectives(tmp_path):
     placement, with the intra-node threshold in UCX's intra: form."""
     scripts = job_scripts("oci", tmp_path, "-t", "intra2")
     seen = set()
-    for name, script in scripts.items():
+    for _name, script in scripts.items():
         env = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export ")
                    if not ln.startswith("export OMPI_MCA_mca_base_env_list"))
         partition = lines(script, "#SBATCH --partition=")[0].split("=")[1]
@@ -273,7 +273,7 @@ def test_seed001_job_scripts_on_oci(tmp_path):
     runs = {n: s for n, s in scripts.items() if "/Seed001Run_" in n}
     assert len(runs) == EXPECTED["oci"]["seed001"] // 2
     seen = set()
-    for name, script in runs.items():
+    for _name, script in runs.items():
         launch = lines(script, "srun ")[-1]
         assert re.search(r"env LD_PRELOAD=\S+/libmpicount\.so TOPOFOAM_MPICOUNT_DIR=\$PWD/"
                          r"mpicount map/bind_rank (interFoam|icoFoam) -parallel", launch), launch

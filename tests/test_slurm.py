@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, as_nobody, needs_root
-
 from localsite.slurm import LocalSlurm, SlurmError, detect_layout
 
 pytestmark = needs_root

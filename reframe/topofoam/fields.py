@@ -27,7 +27,7 @@ def final_time(case: Path) -> str:
     return max(times, key=float)
 
 
-def _values(case: Path, time: str, field: str) -> np.ndarray:
+def field_values(case: Path, time: str, field: str) -> np.ndarray:
     from foamlib import FoamFieldFile
     parts = []
     for proc in sorted(Path(case).glob('processor*'), key=lambda p: int(p.name[9:])):
@@ -45,9 +45,9 @@ def differences(reference: Path, case: Path) -> dict[str, float]:
     for path in sorted((Path(reference) / 'processor0' / time).iterdir()):
         if not path.is_file():
             continue
-        ref = _values(reference, time, path.name)
+        ref = field_values(reference, time, path.name)
         try:
-            got = _values(case, time, path.name)
+            got = field_values(case, time, path.name)
         except (OSError, ValueError):
             out[path.name] = float('inf')
             continue

@@ -3,17 +3,14 @@ per partition/environment."""
 
 import os
 import sys
-from pathlib import Path
 
-import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
+import reframe as rfm
 from cases import CASES, CaseError, Prepared
-
-#: The clone: spack.yaml, the project's Spack environment, is at its root.
-REPO = Path(__file__).resolve().parents[2]
+from topofoam.paths import REPO, SOURCES
 
 
 class PreparedCase(rfm.RunOnlyRegressionTest):
@@ -177,7 +174,7 @@ class MpiCountBuild(MpiBuild):
     """The PMPI interposer that counts MPI calls by kind (reframe/src/mpicount), built as a
     shared library."""
 
-    sourcesdir = str(REPO / 'reframe' / 'src' / 'mpicount')
+    sourcesdir = str(SOURCES / 'mpicount')
     sourcepath = 'mpicount.c'
     executable = 'libmpicount.so'
     cflags = ['-O2', '-shared', '-fPIC']

@@ -11,7 +11,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-SOURCE = Path(__file__).resolve().parents[1] / 'src' / 'mpicount' / 'mpicount.c'
+from topofoam.paths import SOURCES
+
+SOURCE = SOURCES / 'mpicount' / 'mpicount.c'
 
 
 class CountError(RuntimeError):

@@ -4,40 +4,40 @@
     python -m rankmap map CASE --topology vsc5 --nodes 4 --cost-table results/p2p-vsc5.csv \
         --cost-system vsc5:zen3_0512 --cost-size 1000 --out map
 
-writes, per partition (``system:partition``) and message size, the median round-trip time
-of each hardware level's passed runs, in the format of seed 000 Table 2
-(rankmap/p2p_latency_us.csv); a level the partition lacks stays empty.
+writes, per partition (``system:partition``) and message size, the round-trip time of each
+hardware level's passed runs (merged by the suite's one rule, topofoam.results.merge), in
+the format of seed 000 Table 2 (rankmap/p2p_latency_us.csv); a level the partition lacks
+stays empty.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from rankmap.topology import LEVELS
+from topofoam.results import perflog
+from topofoam.results.merge import robust
 
 
 def table(perflogs: Path) -> list[dict]:
     times = defaultdict(list)       # (partition, size, level) -> [us]
-    for log in sorted(perflogs.glob('*/PingPongRun.log')):
-        with open(log, newline='') as f:
-            for row in csv.DictReader(f, delimiter='|'):
-                if row.get('result') != 'pass':
-                    continue
-                part = f"{row['system']}:{row['partition']}"
-                for key, value in row.items():
-                    if key.startswith('rtt_') and key.endswith('_value') and value:
-                        size = int(key[len('rtt_'):-len('_value')])
-                        times[part, size, row['level']].append(float(value))
+    logs = perflog.read_system(perflogs, checks=('PingPongRun',))
+    for row in logs.rows:
+        if row.get('result') != 'pass':
+            continue
+        part = f"{row['system']}:{row['partition']}"
+        for key, value in row.items():
+            if key.startswith('rtt_') and isinstance(value, float):
+                times[part, int(key[len('rtt_'):]), row['level']].append(value)
     rows = {}
     for (part, size, level), values in sorted(times.items()):
         row = rows.setdefault((part, size), {'system': part, 'size': size,
                                              **dict.fromkeys(LEVELS, '')})
-        row[level] = round(statistics.median(values), 3)
+        row[level] = round(robust(values), 3)
     return list(rows.values())
 
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with open(args.out, 'w', newline='') as f:
         f.write(f'# Round-trip time in us by hardware level, measured by reframe/p2p.py '
-                f'({args.perflogs}); median of the passed runs.\n')
+                f'({args.perflogs}); passed runs merged by topofoam.results.merge.\n')
         writer = csv.DictWriter(f, fieldnames=['system', 'size', *LEVELS])
         writer.writeheader()
         writer.writerows(rows)

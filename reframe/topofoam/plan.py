@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from topofoam.paths import CHECKS, REPO
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _reframe() -> str:
 
 def dry_run(reframe_args: list[str], scratch: Path) -> list[Job]:
     env = dict(os.environ, TOPOFOAM_RESULTS=str(scratch))
-    done = subprocess.run([_reframe(), '-c', str(REPO / 'reframe'),
+    done = subprocess.run([_reframe(), '-c', str(CHECKS),
                            '--dry-run', *reframe_args], cwd=REPO, env=env,
                           capture_output=True, text=True)
     if done.returncode != 0:

@@ -4,7 +4,8 @@
 
 reads the sweep perflogs of one system (``<perflogs>/<partition>/<Check>.log``) and writes,
 for every check, partition and setting (case/size/layout/variant/placement/presets), the
-median solver wall time of its passed, measured runs as ReFrame's external reference
+solver wall time of its passed, measured runs (merged by the suite's one rule,
+topofoam.results.merge) as ReFrame's external reference
 (``$index: [$partition, setting]``). Later runs slower than that by more than the tolerance
 (default 10 %) fail their performance stage; faster is never a failure. Review the file
 before committing it: it states what this system is expected to do.
@@ -13,29 +14,29 @@ before committing it: it states what this system is expected to do.
 from __future__ import annotations
 
 import argparse
-import csv
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
+from topofoam.results import perflog
+from topofoam.results.merge import robust
 
-def baseline(perflogs: Path) -> dict:
-    """{check: {partition fullname: {setting: [wall seconds]}}} of passed, measured rows."""
+
+def baseline(perflogs: Path) -> tuple[dict, list[str]]:
+    """{check: {partition fullname: {setting: [wall seconds]}}} of passed, measured rows,
+    and what of the perflogs could not be read."""
     walls: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for log in sorted(perflogs.glob('*/*.log')):
-        if log.stem.endswith('Reference'):
+    logs = perflog.read_system(perflogs)
+    for row in perflog.passed(logs.rows, 'wall'):
+        if row['check'].endswith('Reference'):
             continue            # the standard runs behind the fields check: no references
-        with open(log, newline='') as f:
-            for row in csv.DictReader(f, delimiter='|'):
-                if (row.get('result') != 'pass' or row.get('timing') != 'measured'
-                        or not row.get('setting') or not row.get('wall_value')):
-                    continue
-                part = f"{row['system']}:{row['partition']}"
-                walls[log.stem][part][row['setting']].append(float(row['wall_value']))
-    return walls
+        if row.get('timing') != 'measured' or not row.get('setting'):
+            continue
+        part = f"{row['system']}:{row['partition']}"
+        walls[row['check']][part][row['setting']].append(row['wall'])
+    return walls, logs.notes
 
 
 def references(walls: dict, tolerance: float) -> dict:
@@ -44,7 +45,7 @@ def references(walls: dict, tolerance: float) -> dict:
         entry = {'$index': ['$partition', 'setting']}
         for part, settings in sorted(parts.items()):
             entry[part] = {
-                setting: {'wall': [round(statistics.median(values), 4), None, tolerance, 's']}
+                setting: {'wall': [round(robust(values), 4), None, tolerance, 's']}
                 for setting, values in sorted(settings.items())}
         out[check] = entry
     return out
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f'references: --tolerance {args.tolerance} is not a fraction such as 0.1',
               file=sys.stderr)
         return 2
-    walls = baseline(args.perflogs)
+    walls, notes = baseline(args.perflogs)
+    for note in notes:
+        print(f'references: left out: {note}', file=sys.stderr)
     if not walls:
         print(f'references: no passed, measured sweep runs under {args.perflogs}',
               file=sys.stderr)

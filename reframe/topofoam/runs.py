@@ -1,9 +1,9 @@
 """Base class of the checks that run a solver on a prepared (meshed, decomposed) case."""
 
-import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
+import reframe as rfm
 from cases import CASES
 from cases.sanity import evaluate
 from topofoam.solverlog import OpenFOAMSolverMixin
@@ -23,7 +23,27 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     #: 'emulated' on a partition whose nodes share one machine (extras: emulated): such
     #: timings mean nothing and are kept out of performance references and comparisons.
     timing = variable(str, value='measured', loggable=True)
+    #: What kind of run this is, for the tools that read perflogs (topofoam.results.stages):
+    #: the check's stage tag (cases, variants, intra1, ..., storage).
+    stage = variable(str, value='', loggable=True)
+    #: The site's node-hour price and currency (partition extras), so that the report
+    #: prices node-hours without reading the site configuration.
+    node_hour_price = variable(str, value='', loggable=True)
+    currency = variable(str, value='', loggable=True)
     sourcesdir = None       # the case comes from the fixture, nothing from reframe/src
+
+    #: The job script's commands before the solver, by phase, in this order. Hooks add to a
+    #: phase (``add_prerun``); ``assemble_prerun`` writes them out last, so the order of the
+    #: script never depends on the order the hooks ran in.
+    PRERUN_PHASES = ('stage_in', 'prepare', 'place', 'probe', 'start')
+    prerun_steps = variable(dict, value={})
+
+    @run_after('setup')
+    def log_site_price(self):
+        extras = self.current_partition.extras
+        price = extras.get('node_hour_price')
+        self.node_hour_price = '' if price is None else str(price)
+        self.currency = extras.get('currency') or ''
 
     @run_after('setup')
     def set_solver(self):
@@ -45,9 +65,24 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
         if self.current_partition.extras.get('emulated'):
             self.timing = 'emulated'
 
+    def add_prerun(self, phase: str, *commands: str) -> None:
+        """Commands for ``phase`` of the job script (see PRERUN_PHASES)."""
+        if phase not in self.PRERUN_PHASES:
+            raise ValueError(f'unknown prerun phase {phase!r}: {self.PRERUN_PHASES}')
+        self.prerun_steps.setdefault(phase, []).extend(commands)
+
+    @run_after('init')
+    def fresh_prerun_steps(self):
+        self.prerun_steps = {}
+
     @run_before('run')
     def copy_prepared_case(self):
-        self.prerun_cmds = [f'cp -r {self.prepared.case_path()}/. .']
+        self.add_prerun('stage_in', f'cp -r {self.prepared.case_path()}/. .')
+
+    @run_before('run', always_last=True)
+    def assemble_prerun(self):
+        self.prerun_cmds = [c for phase in self.PRERUN_PHASES
+                            for c in self.prerun_steps.get(phase, [])] + list(self.prerun_cmds)
 
     @sanity_function
     def assert_run(self):

@@ -8,9 +8,10 @@ ClockTime and seconds per step.
 import re
 from pathlib import Path
 
-import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import performance_function, sanity_function, variable
+
+import reframe as rfm
 
 # Final Slurm job states of a run that did not end by itself.
 SLURM_FAILED_STATES = ('NODE_FAIL', 'CANCELLED', 'TIMEOUT', 'FAILED', 'BOOT_FAIL',
@@ -57,7 +58,7 @@ class OpenFOAMSolverMixin(rfm.RegressionTestPlugin):
         except OSError:
             cancelled = None
         return sn.all([
-            sn.assert_false(cancelled, msg='the batch job was cancelled by Slurm ({0})'.format(
+            sn.assert_false(cancelled, msg='the batch job was cancelled by Slurm ({})'.format(
                 cancelled.group(0).strip('* ') if cancelled else '')),
             sn.assert_false(state in SLURM_FAILED_STATES,
                             msg=f'the batch job ended {state} on {self.job.nodelist}: a node '

@@ -1,17 +1,9 @@
-"""The sweep values of the site's partitions, and the check every sweep stage derives from.
+"""The sweeps in ReFrame: the partitions' sweep space (topofoam.sweepspace) for the checks,
+and the check every sweep stage derives from (``SweepRun``).
 
-A partition that takes part in sweeps carries them in its extras (site-configs/sitekit
-cluster.py, local.py): ``topology`` (what rankmap maps onto), ``cores``, ``numa_nodes``,
-``nps``, ``ppn`` (processes per node to try; the last is the default), ``nodes`` (node
-counts), ``ucx``/``ucx_inter``/``coll`` (preset names of sitekit/presets.py) and
-``intra2_pairs``. ReFrame parameters are the same for every partition, so a stage's
-parameters are the union over the partitions, and each test sets its ``valid_systems`` to the
-partitions where its combination applies: listing (``reframe -l``) and running agree.
-
-A tuning file (``TOPOFOAM_TUNING``, JSON: ``{"<partition>": {"ppn": 36, "binding": "cyclic",
-"ucx": "rndv16k", "coll": "hcoll", "ucx_inter": {"4": "rc-128k"}}}``) carries one stage's
-best settings into the next; without one, the defaults are the first preset of each list and
-the last ppn.
+The sweep space itself is pure (topofoam/sweepspace.py: which combination runs where); this
+module gives it the current system's partitions and the tuning file named by
+``TOPOFOAM_TUNING``, and stops the listing with one line when that file cannot be used.
 """
 
 from __future__ import annotations
@@ -23,18 +15,23 @@ import sys
 
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import (parameter, performance_function, run_after,
-                                   run_before, sanity_function, variable)
+from reframe.core.builtins import (
+    parameter,
+    performance_function,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 from reframe.core.runtime import runtime
 
 from cases import Prepared
-from sitekit import common, presets
-from topofoam import fields
+from sitekit import presets
+from topofoam import fields, paths, sweepspace
 from topofoam.fixtures import PreparedCase
-from topofoam.runs import PreparedCaseRun
-
-PROBE = ("echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
-         "$(grep Cpus_allowed_list /proc/self/status | cut -f2)")
+from topofoam.placed import PlacedRun
+from topofoam.results.stages import format_defaults
+from topofoam.sweepspace import SCHEDULE_VARIANTS, Combination, SweepError
 
 
 def partitions() -> list:
@@ -46,83 +43,37 @@ def partitions() -> list:
     return [p for p in system.partitions if 'ppn' in p.extras]
 
 
+@functools.cache
 def tuning() -> dict:
-    """The best settings so far, per partition name, from $TOPOFOAM_TUNING (or {})."""
-    return _read_tuning(os.environ.get('TOPOFOAM_TUNING'))
-
-
-@functools.lru_cache(maxsize=None)
-def _read_tuning(path: str | None) -> dict:
-    # Read once: every test of a listing asks, per partition.
-    if not path:
-        return {}
+    """The best settings so far, per partition name, from $TOPOFOAM_TUNING (or {}); read once:
+    every test of a listing asks, per partition. A file that cannot be used stops the listing
+    with one line (a check that silently drops its tests would be worse)."""
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f'TOPOFOAM_TUNING={path}: cannot read it as JSON ({e}) -- fix or unset it')
-    if not isinstance(data, dict):
-        sys.exit(f'TOPOFOAM_TUNING={path}: expected an object keyed by partition name')
-    return data
+        return sweepspace.read_tuning(os.environ.get('TOPOFOAM_TUNING'))
+    except SweepError as e:
+        sys.exit(str(e))
 
 
-class Settings:
-    """What a stage does not sweep, on one partition: the tuning file's best, else the
-    defaults (first preset of each list, the last ppn)."""
-
-    def __init__(self, part):
-        x = part.extras
-        best = tuning().get(part.name, {})
-        self.ppn = int(best.get('ppn', x['ppn'][-1]))
-        self.binding = best.get('binding', 'block')
-        self.ucx = best.get('ucx', x['ucx'][0])
-        self.coll = best.get('coll', x['coll'][0])
-        self.ucx_inter = {int(n): v for n, v in best.get('ucx_inter', {}).items()}
-        # A value the partition cannot run would silently drop every test that uses it.
-        allowed = [('ppn', [self.ppn], range(1, x['cores'] + 1)),
-                   ('binding', [self.binding], presets.BINDINGS),
-                   ('ucx', [self.ucx], x['ucx']), ('coll', [self.coll], x['coll']),
-                   ('ucx_inter', list(self.ucx_inter.values()), x['ucx_inter'])]
-        for key, values, choices in allowed:
-            for value in values:
-                if value not in choices:
-                    shown = f'1..{x["cores"]}' if key == 'ppn' else ', '.join(choices)
-                    sys.exit(f"TOPOFOAM_TUNING={os.environ.get('TOPOFOAM_TUNING')}: "
-                             f"{part.name}: {key} '{value}' is not one this partition runs "
-                             f"-- choose from {shown} (its site configuration) or remove it")
-
-    def inter(self, nodes: int, part) -> str:
-        return self.ucx_inter.get(nodes, part.extras['ucx_inter'][0])
+def settings(part) -> sweepspace.Settings:
+    """The partition's settings for what a stage does not sweep (tuning file, else defaults)."""
+    try:
+        return sweepspace.Settings(part, tuning(),
+                                   f"TOPOFOAM_TUNING={os.environ.get('TOPOFOAM_TUNING')}")
+    except SweepError as e:
+        sys.exit(str(e))
 
 
 def layouts(kind: str) -> list[tuple[int, int]]:
-    """(nodes, processes per node) over all sweep partitions, sorted: ``every-ppn`` (each
-    ppn candidate on one node), ``one-node``, ``multi-node`` or ``all`` node counts at the
-    partition's ppn."""
-    found = set()
-    for part in partitions():
-        x, s = part.extras, Settings(part)
-        if kind == 'every-ppn':
-            found |= {(1, ppn) for ppn in x['ppn']}
-        elif kind == 'one-node':
-            found.add((1, s.ppn))
-        elif kind == 'multi-node':
-            found |= {(n, s.ppn) for n in x['nodes'] if n > 1}
-        elif kind == 'all':
-            found |= {(n, s.ppn) for n in x['nodes']}
-        else:
-            raise ValueError(f'unknown layout kind {kind!r}')
-    return sorted(found) or [(1, 1)]
+    """(nodes, processes per node) of ``kind`` over the sweep partitions (sweepspace)."""
+    parts = partitions()
+    for part in parts:
+        settings(part)      # a bad tuning value stops here, naming it
+    return sweepspace.layouts(kind, parts, tuning())
 
 
 def union(key: str) -> list:
     """Every value of a list-valued extra over the sweep partitions, in first-seen order."""
-    seen = []
-    for part in partitions():
-        for value in part.extras.get(key, []):
-            if value not in seen:
-                seen.append(value)
-    return seen
+    return sweepspace.union(key, partitions())
 
 
 def layout_name(layout) -> str:
@@ -142,11 +93,7 @@ class PreparedLayout(PreparedCase):
         self.num_subdomains = nodes * ppn
 
 
-#: The variants that run with rankmap's reduction schedule (seed 000).
-SCHEDULE_VARIANTS = ('global', 'local+global')
-
-
-class SweepRun(PreparedCaseRun):
+class SweepRun(PlacedRun):
     """A prepared case on ``nodes`` x ``ppn`` ranks, placed by ``binding``, with the UCX and
     collective presets and (for the global variants) rankmap's reduction schedule.
 
@@ -174,7 +121,9 @@ class SweepRun(PreparedCaseRun):
     #: The OpenFOAM build: its Spack spec, or the local build's id (its cache folder).
     openfoam_build = variable(str, value='', loggable=True)
     nodelist = variable(str, value='', loggable=True)
-    core_binding = variable(str, value='', loggable=True)
+    #: The partition's defaults a stage starts from ('ppn=2 binding=block ...'): the report
+    #: compares a stage's best with them without reading the site configuration.
+    defaults = variable(str, value='', loggable=True)
     #: Everything that sets a run's time, in one key: case/size/NODESxPPN/variant/binding/
     #: ucx/coll/ucx_inter. Performance references are indexed by partition and this key.
     setting = variable(str, value='', loggable=True)
@@ -198,21 +147,10 @@ class SweepRun(PreparedCaseRun):
         return tuple(fixtures['prepared']['params']['layout'])
 
     def applies(self, part, nodes: int, ppn: int) -> bool:
-        """Whether this test's combination runs on ``part`` (stages add conditions)."""
-        x, s = part.extras, Settings(part)
-        if nodes not in x['nodes'] or ppn > x['cores']:
-            return False
-        if self.binding == 'cyclic' and x['numa_nodes'] < 2:
-            return False        # one NUMA node: cyclic is block
-        if self.variant == 'local+global' and self.binding != 'rankmap':
-            return False        # seed 000: rankmap's placement with its schedule
-        if self.variant == 'global' and self.binding == 'rankmap':
-            return False        # that is local+global
-        ucx = self.ucx or s.ucx
-        coll = self.coll or s.coll
-        inter = self.ucx_inter or s.inter(nodes, part)
-        return (ucx in x['ucx'] and coll in x['coll'] and inter in x['ucx_inter']
-                and nodes >= presets.UCX_INTER_MIN_NODES.get(inter, 1))
+        """Whether this test's combination runs on ``part`` (topofoam.sweepspace)."""
+        combo = Combination(self.variant, self.binding, self.ucx, self.coll, self.ucx_inter)
+        settings(part)
+        return sweepspace.applies(self.stage, combo, part, nodes, ppn, tuning())
 
     @run_after('init')
     def select_partitions(self):
@@ -226,7 +164,8 @@ class SweepRun(PreparedCaseRun):
     @run_after('setup')
     def set_layout(self):
         part = self.current_partition
-        x, s = part.extras, Settings(part)
+        x, s = part.extras, settings(part)
+        self.defaults = format_defaults(s.defaults)
         self.nodes, self.ppn = self._layout()
         self.num_tasks = self.nodes * self.ppn
         self.num_tasks_per_node = self.ppn
@@ -245,14 +184,9 @@ class SweepRun(PreparedCaseRun):
         self.openfoam_build = (environ.get('spack_spec') or environ.get('build_id')
                                or 'stock')
         if self.variant in SCHEDULE_VARIANTS:
-            self.env_vars['FOAM_REDUCTION_SCHEDULE'] = '$PWD/map/reductionSchedule'
+            self.use_schedule('map/reductionSchedule')
             forward.append('FOAM_REDUCTION_SCHEDULE')
-        if forward:
-            # Every rank needs them: srun exports the environment, Open MPI's mpirun
-            # forwards what mca_base_env_list names.
-            self.env_vars['OMPI_MCA_mca_base_env_list'] = (
-                '"${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}'
-                + ';'.join(forward) + '"')
+        self.forward_to_ranks(*forward)
         self.setting = '/'.join([self.case, self.size, f'{self.nodes}x{self.ppn}', self.variant,
                                  self.binding, self.ucx, self.coll,
                                  self.ucx_inter if self.nodes > 1 else '-'])
@@ -264,11 +198,11 @@ class SweepRun(PreparedCaseRun):
                       + (f', inter {self.ucx_inter}' if self.nodes > 1 else ''))
 
     def use_references(self):
-        """The site's references (sitekit.common.references_file), if it has them: a run
+        """The site's references (topofoam.paths.references_file), if it has them: a run
         slower than its reference by more than the tolerance fails the performance stage.
         Emulated timings have none, and neither have the standard runs that serve as
         fixtures: their parents' sanity needs their fields, not their speed."""
-        path = common.references_file(self.current_system.name)
+        path = paths.references_file(self.current_system.name)
         if self.timing == 'measured' and not self.is_fixture() and path.exists():
             self.reference = {'$ref': str(path)}    # absolute: no prefix is joined to it
 
@@ -277,7 +211,7 @@ class SweepRun(PreparedCaseRun):
         """A standard run (a fixture) keeps an untouched copy of the case for its parents:
         ReFrame removes the preparation's stage once its direct dependents are done."""
         if self.is_fixture():
-            self.prerun_cmds.append(f'cp -r {self.prepared.case_path()} case')
+            self.add_prerun('stage_in', f'cp -r {self.prepared.case_path()} case')
 
     @run_before('run')
     def map_and_launch(self):
@@ -287,14 +221,7 @@ class SweepRun(PreparedCaseRun):
             self.job.launcher = getlauncher(self.launcher_kind)()
         launcher = self.job.launcher
         self.launcher_kind = launcher.registered_name
-        hosts = ('scontrol show hostnames "$SLURM_JOB_NODELIST"'
-                 if part.scheduler.registered_name != 'local' else 'hostname')
-        self.prerun_cmds += [
-            f'{hosts} > hosts.alloc',
-            f"{sys.executable} -m rankmap map . --topology '{x['topology']}' "
-            f"--nodes {self.nodes} --placement {self.binding} --hosts $(paste -sd, hosts.alloc) "
-            f"--out map > rankmap.log",
-        ]
+        self.rankmap_commands(x['topology'], self.nodes, f'--placement {self.binding}')
         name = launcher.registered_name
         if name == 'srun':
             self.env_vars['SLURM_HOSTFILE'] = '$PWD/map/slurm.hostfile'
@@ -307,11 +234,8 @@ class SweepRun(PreparedCaseRun):
         else:
             raise ValueError(f'partition {part.fullname}: launcher {name} cannot place ranks '
                              f'-- use srun or mpirun')
-        self.job.num_tasks = self.num_tasks
-        self.prerun_cmds += [
-            f"{launcher.run_command(self.job)} {wrap}bash -c '{PROBE}' > placement.txt",
-            't0=$(date +%s.%N)',
-        ]
+        self.probe_placement(wrap)
+        self.add_prerun('start', 't0=$(date +%s.%N)')
         self.executable = f'{wrap}{self.executable}'
         self.postrun_cmds += [
             'echo "solver wall seconds: $(awk -v a=$t0 -v b=$(date +%s.%N) '
@@ -342,26 +266,11 @@ class SweepRun(PreparedCaseRun):
 
     @sanity_function
     def assert_placed_and_completed(self):
-        placement = f'{self.stagedir}/placement.txt'
-        got = {int(r): (h, c) for r, h, c in sn.evaluate(
-            sn.extractall(r'^placement (\d+) (\S+) (\S+)$', placement, [1, 2, 3]))}
         want = self.expected_placement()
-        hosts = [got.get(r, ('?', '?'))[0] for r in range(self.num_tasks)]
-        checks = [
-            sn.assert_eq(len(got), self.num_tasks, msg='{0} ranks reported, expected {1}'),
-            sn.assert_eq(hosts, [h for h, _ in want],
-                         msg='ranks ran on hosts {0}, the placement gives {1}'),
-            self.assert_run(),
-        ]
-        if self.core_binding == 'verified':
-            checks.append(sn.assert_eq([got.get(r, ('?', '?'))[1]
-                                        for r in range(self.num_tasks)],
-                                       [c for _, c in want],
-                                       msg='ranks ran on CPUs {0}, the placement gives {1}'))
+        checks = self.placement_checks([h for h, _ in want], [c for _, c in want])
+        checks.append(self.assert_run())
         if self.variant in SCHEDULE_VARIANTS:
-            checks.append(sn.assert_found(
-                rf'^reductionSchedule: \S+ for {self.num_tasks} ranks', self.stdout,
-                msg='the patched OpenFOAM did not report the schedule'))
+            checks.append(self.schedule_reported())
         reference = getattr(self, 'standard_run', None)
         if reference is not None:
             checks.append(sn.assert_false(

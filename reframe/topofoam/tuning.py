@@ -3,9 +3,9 @@
     python -m topofoam.tuning results/perflogs/oci --out results/tuning-oci.json
     export TOPOFOAM_TUNING=results/tuning-oci.json      # the next stages read it
 
-reads the perflogs of the stages run so far (``<perflogs>/<partition>/<Stage>Run.log``) and
-writes, per partition, the settings with the shortest solver wall time (the median of the
-repeats of a combination; failed runs are left out):
+reads the perflogs of the stages run so far (the rows whose ``stage`` column names one) and
+writes, per partition, the settings with the shortest solver wall time (a combination's
+repeats merged by the suite's one rule, topofoam.results.merge; failed runs are left out):
 
   intra1  processes per node
   intra2  placement, UCX preset, collectives (at the intra1 ppn)
@@ -17,60 +17,52 @@ An existing file is updated, so stages can be added one at a time.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-#: Stage -> (perflog, the columns it decides, the columns that group its choice).
-STAGES = {
-    'intra1': ('Intra1Run.log', ('ppn',), ()),
-    'intra2': ('Intra2Run.log', ('binding', 'ucx', 'coll'), ()),
-    'inter1': ('Inter1Run.log', ('ucx_inter',), ('nodes',)),
-}
-
-
-def read_rows(path: Path) -> list[dict]:
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f, delimiter='|'))
+from topofoam.results import perflog
+from topofoam.results.merge import robust
+from topofoam.results.stages import STAGES, TUNED
 
 
 def best(rows: list[dict], decides: tuple, groups: tuple) -> dict:
-    """{group values: {column: value}} of the fastest combination (median wall time)."""
+    """{group values: {column: value}} of the fastest combination (merged wall time)."""
     times = defaultdict(list)
-    for row in rows:
-        if row.get('result') != 'pass' or not row.get('wall_value'):
-            continue
+    for row in perflog.passed(rows, 'wall'):
         key = tuple(row[c] for c in groups), tuple(row[c] for c in decides)
-        times[key].append(float(row['wall_value']))
+        times[key].append(row['wall'])
     chosen: dict = {}
-    for (group, combo), walls in sorted(times.items()):
-        median = statistics.median(walls)
-        if group not in chosen or median < chosen[group][0]:
-            chosen[group] = (median, dict(zip(decides, combo)))
+    for (group, combo), walls in sorted(times.items(), key=str):
+        value = robust(walls)
+        if group not in chosen or value < chosen[group][0]:
+            chosen[group] = (value, dict(zip(decides, combo)))
     return {group: settings for group, (_, settings) in chosen.items()}
 
 
-def update(tuning: dict, perflogs: Path) -> list[str]:
-    """Fold every stage found under ``perflogs`` into ``tuning``; what was decided."""
+def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
+    """Fold every stage found under ``perflogs`` into ``tuning``; what was decided, and
+    what of the perflogs could not be read."""
+    logs = perflog.read_system(perflogs)
     said = []
-    for partition in sorted(p for p in perflogs.iterdir() if p.is_dir()):
-        entry = tuning.setdefault(partition.name, {})
-        for stage, (log, decides, groups) in STAGES.items():
-            path = partition / log
-            if not path.exists():
-                continue
-            for group, settings in best(read_rows(path), decides, groups).items():
+    by_partition = defaultdict(list)
+    for row in logs.rows:
+        by_partition[row['partition']].append(row)
+    for partition, rows in sorted(by_partition.items()):
+        entry = tuning.setdefault(partition, {})
+        for stage in TUNED:
+            decides, groups = STAGES[stage]
+            staged = [r for r in rows if r.get('stage') == stage]
+            for group, settings in best(staged, decides, groups).items():
                 if stage == 'inter1':       # one preset per node count
-                    entry.setdefault('ucx_inter', {})[group[0]] = settings['ucx_inter']
+                    entry.setdefault('ucx_inter', {})[str(group[0])] = settings['ucx_inter']
                 else:
                     entry.update({k: int(v) if k == 'ppn' else v for k, v in settings.items()})
-                said.append(f'{partition.name} {stage}: '
+                said.append(f'{partition} {stage}: '
                             + ', '.join(f'{k}={v}' for k, v in settings.items())
                             + (f' at {groups[0]}={group[0]}' if groups else ''))
-    return said
+    return said, logs.notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f'tuning: {args.out} is not JSON ({e}) -- remove it or fix it',
                   file=sys.stderr)
             return 2
-    said = update(tuning, args.perflogs)
+    said, notes = update(tuning, args.perflogs)
+    for note in notes:
+        print(f'tuning: left out: {note}', file=sys.stderr)
     if not said:
         print(f'tuning: no passed intra1/intra2/inter1 runs under {args.perflogs}',
               file=sys.stderr)

@@ -9,14 +9,12 @@ ReFrame's ``site_configuration``; the checks read the sweep values from the part
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from sitekit import common, presets
+from topofoam import paths
 
-#: The clone: site files live in site-configs/, results go to results/ beside it.
-REPO = Path(__file__).resolve().parents[2]
+REPO = paths.REPO
 
 
 @dataclass
@@ -61,7 +59,7 @@ class Partition:
         if self.intra2_pairs is None:
             self.intra2_pairs = [(u, c) for u in self.ucx for c in self.coll]
 
-    def extras(self, site: 'Site') -> dict:
+    def extras(self, site: Site) -> dict:
         """What the checks read: topology and sweep values, price, launcher details."""
         return {
             'topology': self.topology, 'cores': self.cores, 'numa_nodes': self.numa_nodes,
@@ -73,7 +71,7 @@ class Partition:
             'declared_is_real': True, 'binds': True,
         }
 
-    def reframe(self, site: 'Site') -> dict:
+    def reframe(self, site: Site) -> dict:
         access = [f'--partition={self.slurm_partition}', *self.access]
         if site.account:
             access.append(f'--account={site.account}')
@@ -117,8 +115,9 @@ def spack_environment(name: str, spec: str, *, setup: str, features: list[str],
     return {
         'name': name,
         'features': features,
+        # The build fixture's own job loads this environment too, before the spec is
+        # installed, so a failed load only says so here; the solver then is not found.
         'prepare_cmds': [f'. {setup}', f'spack env activate -d {REPO}',
-                         # The build fixture installs it; until then, say so.
                          f'spack load {spec} || echo "{spec} is not installed yet: the '
                          f'PatchedOpenFOAMBuild fixture installs it (spack -e {REPO} '
                          f'install {spec})" >&2'],
@@ -146,7 +145,7 @@ def esi1912_patched(setup: str) -> dict:
 def configuration(site: Site) -> dict:
     """ReFrame's site_configuration for ``site``; results under $TOPOFOAM_RESULTS or
     results/ of the clone."""
-    results = Path(os.environ.get('TOPOFOAM_RESULTS', REPO / 'results'))
+    results = paths.results_dir()
     return {
         'systems': [{
             'name': site.name,

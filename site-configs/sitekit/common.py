@@ -2,17 +2,7 @@
 the report reads (one '|'-separated file per system/partition/check, every loggable
 parameter a column)."""
 
-import os
 from pathlib import Path
-
-#: site-configs/references: one file of performance references per system.
-REFERENCES = Path(__file__).resolve().parents[1] / "references"
-
-
-def references_file(system: str) -> Path:
-    """The performance references of ``system`` (python -m topofoam.references writes them
-    from a baseline run), in $TOPOFOAM_REFERENCES or site-configs/references."""
-    return Path(os.environ.get("TOPOFOAM_REFERENCES", REFERENCES)) / f"{system}.yaml"
 
 # Test attributes that say nothing about a run's result; left out of the perflog columns.
 PERFLOG_NOISE = [
@@ -28,9 +18,8 @@ PERFLOG_NOISE = [
 
 
 def sections(results: Path) -> dict:
-    """The ``general``, ``storage`` and ``logging`` sections, writing under ``results``."""
-    # ReFrame opens its log file there before it creates any folder.
-    (results / "reframe").mkdir(parents=True, exist_ok=True)
+    """The ``general``, ``storage`` and ``logging`` sections, writing under ``results``
+    (nothing is created here: ReFrame makes its folders when it runs)."""
     return {
         "general": [
             {
@@ -51,7 +40,9 @@ def sections(results: Path) -> dict:
                 "handlers": [
                     {
                         "type": "file",
-                        "name": str(results / "reframe" / "reframe.log"),
+                        # Beside ReFrame's folder: ReFrame opens its log file before it
+                        # creates any folder, and results/ is part of the clone.
+                        "name": str(results / "reframe.log"),
                         "level": "debug",
                         "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s",
                         "append": False,

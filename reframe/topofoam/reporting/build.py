@@ -12,11 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from reporting import analysis, figures, published
-from reporting.collect import Collection, collect
-from reporting.document import Document, Figure, Section, Table, markdown, page
-from reporting.merge import RULE, Group, group
-from reporting.site import partition_extras
+from topofoam.reporting import analysis, figures, published
+from topofoam.reporting.collect import Collection, collect
+from topofoam.reporting.document import Document, Figure, Section, Table, markdown, page
+from topofoam.results import stages as kinds
+from topofoam.results.merge import RULE, Group, group
 
 
 def size(x) -> str:
@@ -61,8 +61,7 @@ class Builder:
 
     # -- sections ------------------------------------------------------------------------
 
-    def summary(self, coll: Collection, groups: list[Group], table: Path, extras_note,
-                since: str):
+    def summary(self, coll: Collection, groups: list[Group], table: Path, since: str):
         passed = sum(r.get('result') == 'pass' for r in coll.rows)
         sec = self.doc.section('Summary')
         parts = sorted({r['partition'] or '?' for r in coll.rows})
@@ -79,8 +78,6 @@ class Builder:
                 'Timings of emulated partitions (several Slurm nodes sharing one machine) '
                 'prove the multi-node code paths, not performance: they appear in the '
                 'scaling section only, marked "emulated".')
-        if extras_note:
-            self.notes.append(extras_note)
         return sec
 
     def failures(self, coll: Collection):
@@ -146,7 +143,7 @@ class Builder:
                           table_rows, caption=title),
                     Figure(fig, f'Runtime decrease vs standard: {title}'))
 
-    def scaling(self, groups: list[Group], extras: dict):
+    def scaling(self, groups: list[Group]):
         sec = self.doc.section('Strong scaling, node-hours and the cost-optimal node count')
         sec.add('Per case and configuration: merged wall time, parallel efficiency '
                 'E(n) = T(n0) n0 / (T(n) n) against the smallest node count n0, and '
@@ -170,8 +167,11 @@ class Builder:
                          + ''.join(f', {c} {v[c]}' for c in vary): points
                          for v, points in members}
         for (part, check, case, sz, ppn, emu), lines in sorted(by.items(), key=str):
-            x = extras.get(part, {})
-            price, currency = x.get('node_hour_price'), x.get('currency') or ''
+            # The site's price, as its runs logged it.
+            runs = [p.group for ps in lines.values() for p in ps]
+            price = next((g.first('node_hour_price') for g in runs
+                          if g.first('node_hour_price') is not None), None)
+            currency = next((g.first('currency') for g in runs if g.first('currency')), '')
             counts = sorted({p.nodes for ps in lines.values() for p in ps})
             title = (f'{case} ({size(sz)}), {ppn} ranks per node, {check} on {part}'
                      + (' (emulated)' if emu else ''))
@@ -218,8 +218,8 @@ class Builder:
                                               f'nodehours-{part}-{check}-{case}-{sz}.png'),
                            f'Node-hours per node count: {title}'))
             if price is None:
-                sec.add(f'No node-hour price in the site configuration for {part}: '
-                        f'costs are in node-hours.')
+                sec.add(f'No node-hour price logged for {part} (the site configuration\'s '
+                        f'NODE_HOUR_PRICE): costs are in node-hours.')
 
     def levels(self, groups: list[Group]):
         sec = self.doc.section('Communication by hardware level, per placement')
@@ -228,7 +228,7 @@ class Builder:
                 'output folder; seed 000 Fig. 5).')
         bars = defaultdict(dict)
         for g in groups:
-            if g.key[1] not in analysis.SOLVER_RUNS or not g.get('binding'):
+            if g.get('stage') not in kinds.SOLVER or not g.get('binding'):
                 continue
             for run in g.passed:
                 path = Path(run.get('outputdir') or '/nonexistent') / 'map' / 'analysis.json'
@@ -253,22 +253,22 @@ class Builder:
                                           f'levels-{part}-{case}-{sz}-{nodes}x{ppn}.png'),
                            f'Halo volume by level: {title}'))
 
-    def stages(self, groups: list[Group], extras: dict):
+    def stages(self, groups: list[Group]):
         sec = self.doc.section('Staged tuning (seed 002)')
         sec.add('Per stage, the fastest setting and its speedup over the partition\'s '
                 'defaults (first UCX and collectives preset, block placement, the largest '
                 'ppn; T_default / T_best).')
-        results = analysis.stages(groups, extras)
+        results = analysis.stages(groups)
         if not results:
             sec.add('No tuning stage ran (tags intra1, intra2, inter1, inter2).')
         else:
             rows = []
             for r in results:
-                decides = analysis.STAGES[r.stage][1]
+                decides = kinds.STAGES[r.stage][0]
                 best = ', '.join(f'{c} {r.best.get(c)}' for c in decides)
                 dflt = (', '.join(f'{c} {r.default.get(c)}' for c in decides)
                         if r.default else 'not run')
-                at = ', '.join(f'{c} {v}' for c, v in zip(analysis.STAGES[r.stage][2],
+                at = ', '.join(f'{c} {v}' for c, v in zip(kinds.STAGES[r.stage][1],
                                                          r.group)) or '1 node'
                 rows.append([r.stage, r.partition, at, best,
                              fmt(r.best.value(analysis.metric(r.best))), dflt,
@@ -286,7 +286,7 @@ class Builder:
 
     def mpi_calls(self, groups: list[Group]):
         """Seed 001's runs: the MPI calls the PMPI interposer counted, per variant."""
-        found = sorted((g for g in groups if g.key[1] == 'Seed001Run' and g.passed),
+        found = sorted((g for g in groups if g.get('stage') == 'seed001' and g.passed),
                        key=lambda g: (g.key[0], str(g.get('case')), g.get('nodes') or 0,
                                       str(g.get('variant'))))
         if not found:
@@ -320,11 +320,11 @@ class Builder:
                       + ['runs'], rows))
 
     def fields(self, groups: list[Group]):
-        from reporting import fieldimage
+        from topofoam.reporting import fieldimage
         sec = self.doc.section('Final fields: standard vs optimized')
         pairs = []
         for d in analysis.decreases(groups):
-            if _emulated(d.standard.key) or d.check != 'VariantRun':
+            if _emulated(d.standard.key) or d.standard.get('stage') != 'variants':
                 continue
             std = next((Path(r['outputdir']) / 'final' for r in d.standard.passed
                         if r.get('outputdir') and (Path(r['outputdir']) / 'final').is_dir()),
@@ -374,7 +374,7 @@ class Builder:
 
 
 def build(results: Path, system: str, out: Path | None = None, images: bool = True,
-          say=print, config: Path | None = None, since: str = '') -> Report:
+          say=print, since: str = '') -> Report:
     out = out or results / 'report' / system
     out.mkdir(parents=True, exist_ok=True)
     b = Builder(results, system, out, images, say)
@@ -383,14 +383,13 @@ def build(results: Path, system: str, out: Path | None = None, images: bool = Tr
     b.notes += coll.notes
     table = coll.write_csv(out / 'runs.csv')
     groups = group(coll.rows, set(coll.perf))
-    extras, extras_note = partition_extras(system, config)
-    b.summary(coll, groups, table, extras_note, since)
+    b.summary(coll, groups, table, since)
     b.failures(coll)
     say(f'report: {len(coll.rows)} runs in {len(groups)} configurations; tables and figures')
     b.decrease(groups)
-    b.scaling(groups, extras)
+    b.scaling(groups)
     b.levels(groups)
-    b.stages(groups, extras)
+    b.stages(groups)
     b.storage(groups)
     b.mpi_calls(groups)
     if images:

@@ -11,7 +11,7 @@
 # Exits non-zero with one line "setup: <cause> -- <fix>" when it cannot proceed.
 set -euo pipefail
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${TOPOFOAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/topofoam}
 venv=${TOPOFOAM_VENV:-$repo/.venv}
 

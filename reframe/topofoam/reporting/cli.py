@@ -1,7 +1,7 @@
 """Write the cost-performance report of each system with runs under the results folder.
 
-    python -m reporting [--results DIR] [--system NAME ...] [--since TIME] [--config FILE]
-                        [--no-images]
+    python -m topofoam.reporting [--results DIR] [--system NAME ...] [--since TIME]
+                                 [--no-images]
 
 prints the path of each report (Markdown and HTML, under <results>/report/<system>/) and its
 tidy table of runs (runs.csv). Errors are one line, "report: <cause> -- <fix>", exit code 2.
@@ -10,26 +10,24 @@ tidy table of runs (runs.csv). Errors are one line, "report: <cause> -- <fix>", 
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
+from datetime import datetime
 from pathlib import Path
 
-from reporting.build import build
-from reporting.collect import systems
-from reporting.site import REPO
+from topofoam import paths
+from topofoam.reporting.build import build
+from topofoam.reporting.collect import systems
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog='python -m reporting', description=__doc__.split('\n\n')[0])
+    p = argparse.ArgumentParser(prog='python -m topofoam.reporting',
+                                description=__doc__.split('\n\n')[0])
     p.add_argument('--results', type=Path,
-                   default=Path(os.environ.get('TOPOFOAM_RESULTS', REPO / 'results')),
+                   default=paths.results_dir(),
                    help='where the perflogs and run reports are (default: $TOPOFOAM_RESULTS '
                         'or results/)')
     p.add_argument('--system', action='append',
                    help='report only this system (default: every system with perflogs)')
-    p.add_argument('--config', type=Path,
-                   help='site configuration (default: site-configs/<system>.py)')
     p.add_argument('--out', type=Path, help='report folder (default: <results>/report/<system>)')
     p.add_argument('--since', default='', metavar='YYYY-MM-DDTHH:MM:SS',
                    help='only runs that ended then or later (local time; ./bench run passes '
@@ -45,11 +43,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f'report: {args.results} is not a folder -- give the results folder with '
               f'--results (it holds perflogs/ and reframe/reports/)', file=sys.stderr)
         return 2
-    if args.since and not re.fullmatch(r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d', args.since):
-        print(f'report: --since {args.since!r} is not YYYY-MM-DDTHH:MM:SS -- e.g. '
+    if args.since and not _is_time(args.since):
+        print(f'report: --since {args.since!r} is not a time YYYY-MM-DDTHH:MM:SS -- e.g. '
               f'--since 2026-11-22T14:00:00', file=sys.stderr)
         return 2
-    names = args.system or systems(args.results)
+    found = systems(args.results)
+    unknown = [s for s in args.system or [] if s not in found]
+    if unknown:
+        print(f'report: no perflogs of system {unknown[0]!r} under {args.results / "perflogs"} '
+              f'-- choose from {", ".join(found) or "none (run the suite first)"}',
+              file=sys.stderr)
+        return 2
+    names = args.system or found
     if not names:
         print(f'report: no perflogs under {args.results / "perflogs"} -- run the suite first '
               f'(./bench run, or reframe -C site-configs/<site>.py -c reframe -r)',
@@ -61,13 +66,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name in names:
         report = build(args.results, name, args.out, images=not args.no_images,
-                       config=args.config, since=args.since)
+                       since=args.since)
         print(f'report: {report.markdown}')
         print(f'report: {report.html}')
         print(f'report: runs table {report.table}')
         for note in report.notes:
             print(f'report: missing: {note}')
     return 0
+
+
+def _is_time(text: str) -> bool:
+    try:
+        datetime.strptime(text, '%Y-%m-%dT%H:%M:%S')
+    except ValueError:
+        return False
+    return True
 
 
 if __name__ == '__main__':

@@ -9,12 +9,13 @@ import matplotlib
 matplotlib.use('Agg')           # files only: no display on a login node or in CI
 import matplotlib.pyplot as plt  # noqa: E402
 
-LEVELS = ('intra_numa_node', 'inter_numa_node', 'inter_numa_domain', 'inter_node')
+from rankmap.topology import LEVELS  # noqa: E402
+
 LEVEL_NAMES = ('within a NUMA node', 'between NUMA nodes', 'between NUMA domains',
                'between nodes')
 
 
-def _save(fig, path: Path) -> Path:
+def save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -39,7 +40,7 @@ def scaling(lines: dict[str, list], title: str, path: Path, emulated: bool) -> P
         eff.plot(x, [p.efficiency for p in pts], marker='o', label=name)
     if not plotted:
         ax.text(0.5, 0.5, 'no passed run', ha='center', transform=ax.transAxes)
-        return _save(fig, path)
+        return save(fig, path)
     ax.set_xscale('log')
     ax.set_yscale('log')
     ax.set_xlabel('nodes')
@@ -54,7 +55,7 @@ def scaling(lines: dict[str, list], title: str, path: Path, emulated: bool) -> P
     for a in (ax, eff):
         a.set_xticks(sorted({p.nodes for ps in lines.values() for p in ps}))
         a.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def node_hours(lines: dict[str, list], title: str, unit: str, scale: float,
@@ -74,7 +75,7 @@ def node_hours(lines: dict[str, list], title: str, unit: str, scale: float,
     ax.set_ylabel(unit)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def decrease(rows: list, title: str, path: Path) -> Path:
@@ -97,7 +98,7 @@ def decrease(rows: list, title: str, path: Path) -> Path:
     ax.set_ylabel('runtime decrease vs standard [%]')
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def levels(bars: dict[str, dict], title: str, path: Path) -> Path:
@@ -114,4 +115,4 @@ def levels(bars: dict[str, dict], title: str, path: Path) -> Path:
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1, 1))
-    return _save(fig, path)
+    return save(fig, path)

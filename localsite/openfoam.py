@@ -1,21 +1,25 @@
 """Debian's OpenFOAM on the local site: where it is, and the libraries we build for it.
 
 The build (``build-openfoam.sh``) is cached outside the clone under
-``<cache>/openfoam/v<source version>-<key>``, where the key hashes the build's inputs, so a
-second run, another clone and CI reuse it while any change to the inputs rebuilds.
+``<cache>/openfoam/v<source version>-<target>-<key>``. The key is made of the declared
+inputs only: the Debian source version, ``BUILD_VERSION`` (bump it when a change to the
+build script changes what it produces; editing a comment does not) and, for the patched
+libraries, the contents of every patch of the series. A second run, another clone and CI
+reuse it; a change to an input rebuilds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from localsite import paths
+from topofoam import paths
 
+#: Version of what build-openfoam.sh produces: part of every build's cache key.
+BUILD_VERSION = "2"
 BUILD_SCRIPT = Path(__file__).with_name("build-openfoam.sh")
 # Debian's installed OpenFOAM: only WM_PROJECT_DIR is needed to run it (its bashrc prints errors).
 PROJECT_DIR = Path("/usr/share/openfoam")
@@ -33,7 +37,7 @@ def source_version() -> str:
                              capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         raise BuildError("Debian's openfoam package is not installed -- "
-                         "run site-configs/local/setup.sh") from None
+                         "run ./bench setup") from None
     return out.stdout.strip()
 
 
@@ -41,15 +45,15 @@ def source_tree(version: str | None = None) -> Path:
     return paths.cache_dir() / "src" / f"openfoam-{version or source_version()}"
 
 
-PATCHES = paths.REPO / "patches" / "esi-v1912"
+PATCHES = paths.PATCHES / "esi-v1912"
 TARGETS = ("scotch", "patched")
 
 
 def build_prefix(target: str = "scotch", version: str | None = None) -> Path:
     """Where the build of ``target`` for the current inputs lives (built or not): keyed by the
-    source version, the build script and, for the patched libraries, every patch file."""
+    source version, BUILD_VERSION and, for the patched libraries, every patch file."""
     version = version or source_version()
-    digest = hashlib.sha256(f"{target}\0{version}\0".encode() + BUILD_SCRIPT.read_bytes())
+    digest = hashlib.sha256(f"{target}\0{version}\0{BUILD_VERSION}\0".encode())
     if target == "patched":
         for patch in sorted(PATCHES.glob("*.patch")):
             digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
@@ -109,31 +113,3 @@ def run_env(base: dict | None = None) -> dict:
     env["WM_PROJECT_DIR"] = str(PROJECT_DIR)
     env["LD_LIBRARY_PATH"] = f"{ensure_built('scotch')}:{env.get('LD_LIBRARY_PATH', '')}"
     return env
-
-
-def decompose_tutorial(tutorial: str, dest: Path, parts: int, *, cells=None,
-                       cell_dist_only: bool = False) -> Path:
-    """A tutorial copied to ``dest``, meshed with blockMesh and SCOTCH-decomposed into
-    ``parts`` subdomains; ``cells`` = (nx, ny, nz) resizes a single-block mesh. With
-    ``cell_dist_only`` only the cell distribution is written (``-dry-run -cellDist``)."""
-    from foamlib import FoamFile
-
-    shutil.copytree(EXAMPLES / tutorial, dest)
-    if cells:
-        mesh = FoamFile(dest / "system" / "blockMeshDict")
-        blocks = list(mesh["blocks"])
-        blocks[2] = list(cells)
-        mesh["blocks"] = blocks
-    decompose = FoamFile(dest / "system" / "decomposeParDict")
-    decompose["numberOfSubdomains"] = parts
-    decompose["method"] = "scotch"
-    env = run_env()
-    decompose_args = ["-dry-run", "-cellDist"] if cell_dist_only else ["-force"]
-    for app, args in (("blockMesh", []), ("decomposePar", decompose_args)):
-        done = subprocess.run([app, *args, "-case", str(dest)], env=env, capture_output=True,
-                              text=True)
-        (dest / f"log.{app}").write_text(done.stdout + done.stderr)
-        if done.returncode != 0:
-            raise BuildError(f"{app} failed for {dest} -- see {dest / f'log.{app}'}:\n"
-                             f"{done.stdout[-1500:]}")
-    return dest

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from reporting.figures import _save, plt
 from topofoam import fields
+from topofoam.reporting.figures import plt, save
 
 PVRENDER = Path(__file__).with_name('pvrender.py')
 
@@ -47,8 +47,8 @@ def side_by_side(standard: Path, optimized: Path, out: Path, title: str) -> dict
     the maximum difference relative to the standard run's largest magnitude."""
     field = pick_field(standard)
     time = fields.final_time(standard)
-    a = fields._values(standard, time, field)
-    b = fields._values(optimized, time, field)
+    a = fields.field_values(standard, time, field)
+    b = fields.field_values(optimized, time, field)
     if a.shape != b.shape:
         raise ImageError(f'{optimized}: {field} has {b.size} values, the standard run '
                          f'{a.size}')
@@ -77,7 +77,7 @@ def side_by_side(standard: Path, optimized: Path, out: Path, title: str) -> dict
         ax.set_title(f'{name}: {field}', fontsize=9)
         ax.axis('off')
     fig.suptitle(f'{title}; max |difference| / max |{field}| = {diff:.3g}', fontsize=9)
-    _save(fig, out)
+    save(fig, out)
     for _, png in shots:
         png.unlink()
     return {'field': field, 'difference': diff, 'time': time}

@@ -1,4 +1,5 @@
-"""Repeats of one configuration merged into one value, with their spread.
+"""Repeats of one configuration merged into one value, with their spread: the one rule every
+tool uses (the report, the tuning file, the performance references, the latency table).
 
 Rule (stated in the report): a configuration's runs that passed sanity are its repeats.
 With 5 or more, the fastest and the slowest are dropped and the rest averaged (seed 002's
@@ -22,7 +23,7 @@ IDENTITY = {
     'descr', 'display_name', 'name', 'unique_name', 'short_name', 'hashcode', 'jobid',
     'job_completion_time_unix', 'job_exitcode', 'job_nodelist', 'job_submit_time',
     'outputdir', 'stagedir', 'nodelist', 'tags', 'time_limit', 'core_binding',
-    'num_cpus_per_task',
+    'num_cpus_per_task', 'node_hour_price', 'currency', 'defaults',
 }
 
 
@@ -68,6 +69,14 @@ class Group:
     def spread(self, metric: str) -> tuple[float, float] | None:
         got = self.values(metric)
         return (min(got), max(got)) if got else None
+
+    def first(self, column):
+        """A column that does not tell configurations apart (the site's price and currency,
+        the stage's defaults): its value in the newest run that has one."""
+        for run in sorted(self.runs, key=lambda r: r.get('time') or '', reverse=True):
+            if run.get(column) is not None:
+                return run[column]
+        return None
 
     @property
     def newest(self) -> str:

@@ -1,33 +1,24 @@
 """Perflogs and ReFrame run reports -> one tidy table per site (one row per run).
 
-Perflogs (``<results>/perflogs/<system>/<partition>/<Check>.log``, '|'-separated with a
-header line) are the record: ReFrame appends a row for every run of a performance check,
-passed or failed, and starts a new file (the old one becomes ``.log.h0``, ``.h1``...) when
-the column set changes. Each file is read with its own header, so logs of older suite
-versions mix with new ones; a column a file lacks is empty in its rows.
-
-The run reports (``<results>/reframe/reports/*.json``) add why a run failed, and the runs
-that failed before ReFrame logged them.
+The perflogs (read by topofoam.results.perflog) are the record. The run reports
+(``<results>/reframe/reports/*.json``) add why a run failed, and the runs that failed
+before ReFrame logged them.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Columns turned into numbers (besides the performance values).
-INTEGER = ('nodes', 'ppn', 'num_tasks', 'num_tasks_per_node', 'expected_cells',
-           'expected_steps', 'write_every')
+from topofoam.results import perflog
+
 #: Columns of every tidy table, first; the checks' own columns follow, sorted.
-FIRST = ('system', 'partition', 'check', 'result', 'fail_phase', 'fail_reason', 'time',
-         'setting', 'case', 'size', 'nodes', 'ppn', 'variant', 'binding', 'ucx', 'coll',
-         'ucx_inter', 'nps')
-EMPTY = ('', 'None', 'null')
-_LOG = re.compile(r'^(?P<check>\w+)\.log(\.h\d+)?$')
+FIRST = ('system', 'partition', 'check', 'stage', 'result', 'fail_phase', 'fail_reason',
+         'time', 'setting', 'case', 'size', 'nodes', 'ppn', 'variant', 'binding', 'ucx',
+         'coll', 'ucx_inter', 'nps')
 
 
 @dataclass
@@ -51,65 +42,6 @@ class Collection:
             for row in self.rows:
                 out.writerow({k: '' if row.get(k) is None else row[k] for k in columns})
         return path
-
-
-def _number(text: str):
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def read_perflog(path: Path, system: str, partition: str, coll: Collection) -> None:
-    """Append the rows of one perflog file; a line that does not fit its header is noted."""
-    match = _LOG.match(path.name)
-    check = match['check']
-    try:
-        lines = path.read_text(errors='replace').splitlines()
-    except OSError as e:
-        coll.notes.append(f'{path}: cannot read ({e.strerror})')
-        return
-    if not lines:
-        return
-    header = lines[0].split('|')
-    if 'result' not in header:
-        coll.notes.append(f'{path}: no header line with a "result" column; file skipped '
-                          f'(not a perflog of this suite)')
-        return
-    bad = 0
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        values = line.split('|')
-        if len(values) == len(header) + 1 and values[-1] == '':
-            values.pop()        # a trailing separator
-        if len(values) != len(header):
-            bad += 1
-            continue
-        raw = dict(zip(header, values))
-        row = {'system': system, 'partition': partition, 'check': check,
-               'time': raw.pop('job_completion_time', None),
-               'source': f'{path.name}:{number}'}
-        for key, value in raw.items():
-            if key.endswith('_unit'):
-                if value not in EMPTY and not coll.perf.get(key[:-5]):
-                    coll.perf[key[:-5]] = value
-                continue
-            if key.endswith('_value'):
-                row[key[:-6]] = None if value in EMPTY else _number(value)
-                coll.perf.setdefault(key[:-6], '')
-                continue
-            if value in EMPTY:
-                row[key] = None
-            elif key in INTEGER:
-                row[key] = int(float(value)) if _number(value) is not None else value
-            else:
-                row[key] = value
-        coll.rows.append(row)
-    if bad:
-        coll.notes.append(f'{path}: {bad} line(s) do not match the header\'s '
-                          f'{len(header)} columns and were left out (a line cut by a '
-                          f'crash, or edited by hand)')
 
 
 def _report_cases(reports: Path, system: str, notes: list[str], since: str) -> list[dict]:
@@ -174,14 +106,8 @@ def collect(results: Path, system: str, since: str = '') -> Collection:
     with ``since`` (YYYY-MM-DDTHH:MM:SS, the machine's local time as the perflogs write
     it), only the runs that ended then or later and the reports of sessions started then."""
     coll = Collection(system)
-    root = results / 'perflogs' / system
-    if not root.is_dir():
-        coll.notes.append(f'no perflogs for system {system!r} under {results / "perflogs"}')
-    else:
-        for part in sorted(p for p in root.iterdir() if p.is_dir()):
-            for path in sorted(part.iterdir()):
-                if _LOG.match(path.name):
-                    read_perflog(path, system, part.name, coll)
+    logs = perflog.read_system(results / 'perflogs' / system, system)
+    coll.rows, coll.notes, coll.perf = logs.rows, logs.notes, logs.units
     if since:
         coll.rows = [r for r in coll.rows if (r.get('time') or '') >= since]
     add_failures(coll, results / 'reframe' / 'reports', since)

@@ -9,8 +9,14 @@ xvfb-run. Kept free of the project's imports (pvpython has its own interpreter).
 
 import sys
 
-from paraview.simple import (ColorBy, GetActiveViewOrCreate, GetColorTransferFunction,
-                             OpenFOAMReader, SaveScreenshot, Show)
+from paraview.simple import (
+    ColorBy,
+    GetActiveViewOrCreate,
+    GetColorTransferFunction,
+    OpenFOAMReader,
+    SaveScreenshot,
+    Show,
+)
 
 
 def main(case, field, low, high, out):

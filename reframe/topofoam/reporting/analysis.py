@@ -7,12 +7,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from reporting.merge import Group
+from topofoam.results import stages as kinds
+from topofoam.results.merge import Group
 
-#: Checks whose runs time a solver on a layout (the rest are builds, preparations,
-#: fixtures, or are reported in sections of their own).
-SOLVER_RUNS = ('VariantRun', 'Intra1Run', 'Intra2Run', 'Inter1Run', 'Inter2Run', 'CostRun',
-               'Seed001Run', 'MultiNodeRun', 'CaseRun')
 #: What a configuration is, apart from its node count and inter-node UCX preset.
 SERIES = ('case', 'size', 'ppn', 'variant', 'binding', 'ucx', 'coll', 'nps', 'launcher_kind',
           'timing', 'solver')
@@ -36,16 +33,11 @@ def label(group: Group) -> str:
     return f"{variant}, {group.get('binding')}" if group.get('binding') else variant
 
 
-def solver_runs(groups: list[Group], checks=SOLVER_RUNS) -> list[Group]:
-    """Groups of solver runs that say what they ran (a run that failed before ReFrame
-    logged it knows too little: it is listed with the failures only)."""
-    return [g for g in groups if g.key[1] in checks and g.get('nodes') is not None
+def solver_runs(groups: list[Group], stages=kinds.SOLVER) -> list[Group]:
+    """Groups of solver runs (by their ``stage`` column) that say what they ran (a run that
+    failed before ReFrame logged it knows too little: it is listed with the failures only)."""
+    return [g for g in groups if g.get('stage') in stages and g.get('nodes') is not None
             and g.get('case') is not None]
-
-
-#: Checks whose node counts make a scaling series (the intra/inter1 stages hold the node
-#: count fixed and vary settings instead).
-SCALING = ('VariantRun', 'CostRun', 'Inter2Run', 'Seed001Run', 'MultiNodeRun', 'CaseRun')
 
 
 @dataclass
@@ -114,7 +106,7 @@ def series(groups: list[Group]) -> dict[tuple, list[Point]]:
     Where runs at one node count differ only in the inter-node UCX preset (an inter1
     sweep), the series takes the fastest."""
     per = defaultdict(dict)
-    for g in solver_runs(groups, SCALING):
+    for g in solver_runs(groups, kinds.SCALING):
         key = (g.key[0], g.key[1]) + tuple(ppn_of(g) if c == 'ppn' else g.get(c)
                                            for c in SERIES)
         m = metric(g)
@@ -147,15 +139,6 @@ def cost_optimal(points: list[Point]) -> Point | None:
 
 # -- seed 002's tuning stages ------------------------------------------------------------
 
-#: Stage -> (check, the columns it decides, the columns that group its choice).
-STAGES = {
-    'intra1': ('Intra1Run', ('ppn',), ()),
-    'intra2': ('Intra2Run', ('binding', 'ucx', 'coll'), ()),
-    'inter1': ('Inter1Run', ('ucx_inter',), ('nodes',)),
-    'inter2': ('Inter2Run', ('ppn', 'binding', 'ucx', 'coll', 'ucx_inter'), ('nodes',)),
-}
-
-
 @dataclass
 class StageResult:
     stage: str
@@ -167,30 +150,26 @@ class StageResult:
     tried: int
 
 
-def defaults_of(extras: dict) -> dict:
-    """The settings a stage starts from (topofoam.sweep.Settings without a tuning file)."""
-    if not extras:
-        return {}
-    return {'ppn': max(extras['ppn']), 'binding': 'block', 'ucx': extras['ucx'][0],
-            'coll': extras['coll'][0], 'ucx_inter': extras['ucx_inter'][0]}
-
-
-def stages(groups: list[Group], extras: dict[str, dict]) -> list[StageResult]:
+def stages(groups: list[Group]) -> list[StageResult]:
+    """Per stage and partition (and node count, for the inter-node stages): the fastest
+    setting, and the run with the partition's defaults (logged in each run's ``defaults``
+    column) to compare it with."""
     out = []
-    for stage, (check, decides, by) in STAGES.items():
+    for stage, (decides, by) in kinds.STAGES.items():
         chosen = defaultdict(list)
         for g in groups:
-            if g.key[1] == check and g.value(metric(g)) is not None:
+            if g.get('stage') == stage and g.value(metric(g)) is not None:
                 chosen[(g.key[0], tuple(g.get(c) for c in by))].append(g)
         for (partition, values), members in sorted(chosen.items(), key=str):
             best = min(members, key=lambda g: g.value(metric(g)))
-            want = defaults_of(extras.get(partition, {}))
+            want = kinds.parse_defaults(best.first('defaults'))
             if stage == 'intra1':
                 want = {'ppn': max(ppn_of(g) for g in members)}
             default = None
             if want and stage != 'inter2':
                 default = next((g for g in members
-                                if all(str(g.get(c)) == str(want[c]) for c in decides)), None)
+                                if all(str(g.get(c)) == str(want.get(c)) for c in decides)),
+                               None)
             speed = (default.value(metric(default)) / best.value(metric(best))
                      if default else None)
             out.append(StageResult(stage, partition, values, best, default, speed,
@@ -199,6 +178,6 @@ def stages(groups: list[Group], extras: dict[str, dict]) -> list[StageResult]:
 
 
 def storage(groups: list[Group]) -> list[Group]:
-    return sorted((g for g in groups if g.key[1] == 'StorageRun'),
+    return sorted((g for g in groups if g.get('stage') == 'storage'),
                   key=lambda g: (g.key[0], str(g.get('case')), str(g.get('storage')),
                                  int(g.get('write_every') or 0)))

@@ -1,13 +1,15 @@
 """`./bench` on the local site: run the suite, and start/stop the project's local Slurm.
 
-    ./bench run [--partition cpu|slurm ...] [--tag TAG] [-- REFRAME_ARGS...]
+    ./bench run [--partition cpu|slurm|emu ...] [--tag TAG] [-- REFRAME_ARGS...]
+    ./bench cases ARGS...          python -m cases with this machine's OpenFOAM
+    ./bench rankmap-bench ARGS...  python -m rankmap.bench with it
     ./bench slurm start|stop|status
     ./bench cluster start [--nodes N]|stop|status
 
 `run` builds what is missing (cached), starts the local Slurm when a partition needs it (and
 stops it again if it started it), runs ReFrame on each partition in turn with the serial
 execution policy (so runs do not share the cores), writes the report of the runs it made
-(python -m reporting), and prints where the perflogs, results and report are. Errors are
+(python -m topofoam.reporting), and prints where the perflogs, results and report are. Errors are
 one line, "bench: <cause> -- <fix>", and a non-zero exit.
 """
 
@@ -21,9 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from localsite import openfoam, paths
+from localsite import facts, openfoam
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
+from topofoam import paths
 
 PARTITIONS = ("cpu", "slurm", "emu")
 EMU_NODES = 4       # the multi-node check runs on 1, 2 and 4 nodes
@@ -78,14 +81,14 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
 
 
 def _report(results: Path, since: str) -> str:
-    """The report of this run's results (reporting.build); its path, or why there is none."""
-    from reporting.build import build
+    """The report of this run's results (topofoam.reporting); its path, or why there is none."""
+    from topofoam.reporting.build import build
     try:
         report = build(results, "local", since=since,
                        say=lambda line: print(f"bench: {line}", flush=True))
     except Exception as e:      # the runs are done and kept: say it, do not lose them
         return (f"not written ({type(e).__name__}: {e}) -- rerun it with: python -m "
-                f"reporting --results {results} --system local --since {since}")
+                f"topofoam.reporting --results {results} --system local --since {since}")
     return f"{report.html} (and report.md, runs.csv beside it)"
 
 
@@ -113,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"bench: OpenFOAM libraries: {lib}")
 
     results = paths.results_dir()
+    # What site-configs/local.py reads instead of probing the machine itself.
+    facts.write()
     reports = results / "reframe" / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -172,6 +177,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def with_openfoam(args: argparse.Namespace) -> int:
+    """``python -m <module>`` with Debian's OpenFOAM and the real SCOTCH library (built if
+    missing): cases and rankmap take the OpenFOAM of the environment they are given."""
+    try:
+        env = openfoam.run_env()
+    except openfoam.BuildError as e:
+        raise SystemExit(f"bench: {e}") from None
+    if os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    cmd = [sys.executable, "-m", args.module, *args.module_args]
+    return subprocess.run(cmd, env=env).returncode
+
+
 def slurm_command(args: argparse.Namespace) -> int:
     slurm = LocalSlurm()
     if args.action == "start":
@@ -199,7 +218,7 @@ def _status(alive: dict[str, int], conf: Path, what: str) -> int:
 
 
 def cluster_command(args: argparse.Namespace) -> int:
-    """The emulated multi-node cluster (site-configs/local/cluster.py)."""
+    """The emulated multi-node cluster (localsite/cluster.py)."""
     if args.action == "start":
         cluster = EmulatedCluster(args.nodes)
         cluster.start()
@@ -227,6 +246,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--tag", action="append", default=[], help="only checks with this tag")
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)
+    for verb, module in (("cases", "cases"), ("rankmap-bench", "rankmap.bench")):
+        k = sub.add_parser(verb, help=f"python -m {module} with this machine's OpenFOAM",
+                           add_help=False)
+        k.add_argument("module_args", nargs=argparse.REMAINDER)
+        k.set_defaults(func=with_openfoam, module=module)
     s = sub.add_parser("slurm", help="the project's local Slurm")
     s.add_argument("action", choices=("start", "stop", "status"))
     s.set_defaults(func=slurm_command)

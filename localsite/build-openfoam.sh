@@ -31,7 +31,7 @@ src=$2
 prefix=$3
 patches=${4:-}
 [ -f "$src/etc/bashrc" ] \
-    || die "no OpenFOAM source in $src -- run site-configs/local/setup.sh (it fetches it)"
+    || die "no OpenFOAM source in $src -- run ./bench setup (it fetches it)"
 
 mkdir -p "$(dirname "$prefix")"
 work=$(mktemp -d "$(dirname "$prefix")/.build.XXXXXX")

@@ -13,7 +13,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from localsite import openfoam, paths
+from localsite import openfoam
+from topofoam import paths
 
 SOURCE = paths.REPO / "reframe" / "src" / "reduceTest" / "reduceTest.C"
 HEADER_DIRS = ("src/OpenFOAM", "src/OSspecific/POSIX")

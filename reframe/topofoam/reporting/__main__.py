@@ -1,0 +1,5 @@
+import sys
+
+from topofoam.reporting.cli import main
+
+sys.exit(main())

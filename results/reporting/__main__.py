@@ -1,5 +1,0 @@
-import sys
-
-from reporting.cli import main
-
-sys.exit(main())
