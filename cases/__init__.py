@@ -6,5 +6,15 @@ from cases.errors import CaseError
 from cases.prepare import Prepared, Request, prepare
 from cases.sizes import background_cells, resolve
 
-__all__ = ["CASES", "Case", "CaseError", "Check", "Prepared", "Request", "Size",
-           "background_cells", "prepare", "resolve"]
+__all__ = [
+    "CASES",
+    "Case",
+    "CaseError",
+    "Check",
+    "Prepared",
+    "Request",
+    "Size",
+    "background_cells",
+    "prepare",
+    "resolve",
+]

@@ -31,8 +31,10 @@ def openfoam_env() -> dict:
     """The caller's OpenFOAM (a loaded module, a sourced etc/bashrc, or ./bench cases)."""
     env = dict(os.environ)
     if "WM_PROJECT_DIR" not in env:
-        raise CaseError("no OpenFOAM environment (WM_PROJECT_DIR is not set) -- load one or "
-                        "source its etc/bashrc; on the local site use './bench cases ...'")
+        raise CaseError(
+            "no OpenFOAM environment (WM_PROJECT_DIR is not set) -- load one or "
+            "source its etc/bashrc; on the local site use './bench cases ...'"
+        )
     if os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -40,9 +42,15 @@ def openfoam_env() -> dict:
 
 
 def _request(args, case: str) -> Request:
-    return Request(case=case, size=args.size, subdomains=args.n, method=args.method,
-                   fixed_work=not args.converge, steps=args.steps,
-                   write_interval=args.write_interval)
+    return Request(
+        case=case,
+        size=args.size,
+        subdomains=args.n,
+        method=args.method,
+        fixed_work=not args.converge,
+        steps=args.steps,
+        write_interval=args.write_interval,
+    )
 
 
 def cmd_list(args) -> int:
@@ -50,9 +58,12 @@ def cmd_list(args) -> int:
         print(f"{case.name}  ({case.solver}; {case.origin})")
         for name, size in case.sizes.items():
             cells = background_cells(case, size.params)
-            what = (f"{cells:,} cells" if case.mesher == "blockMesh" else
-                    f"{cells:,} background cells" + (f", mirrored x{2 ** size.mirror}"
-                                                     if size.mirror else ""))
+            what = (
+                f"{cells:,} cells"
+                if case.mesher == "blockMesh"
+                else f"{cells:,} background cells"
+                + (f", mirrored x{2**size.mirror}" if size.mirror else "")
+            )
             source = f"  [{size.source}]" if size.source else ""
             print(f"    {name:<8} {what}, {size.steps} steps{source}")
     return 0
@@ -63,13 +74,18 @@ def cmd_cells(args) -> int:
     resolved = resolve(case, args.size)
     cells = background_cells(case, resolved.size.params)
     if case.mesher != "blockMesh":
-        print(f"{case.name} {resolved.label}: background mesh {cells:,} cells; the final "
-              f"count comes from {case.mesher}")
+        print(
+            f"{case.name} {resolved.label}: background mesh {cells:,} cells; the final "
+            f"count comes from {case.mesher}"
+        )
         return 0
-    asked = (f" (nearest to {resolved.requested_cells:,} asked for)"
-             if resolved.requested_cells else "")
-    print(f"{case.name} {resolved.label}: {cells:,} cells{asked}, deltaT "
-          f"{case.delta_t(resolved.size):g}, {resolved.size.steps} steps")
+    asked = (
+        f" (nearest to {resolved.requested_cells:,} asked for)" if resolved.requested_cells else ""
+    )
+    print(
+        f"{case.name} {resolved.label}: {cells:,} cells{asked}, deltaT "
+        f"{case.delta_t(resolved.size):g}, {resolved.size.steps} steps"
+    )
     return 0
 
 
@@ -80,11 +96,14 @@ def cmd_prepare(args) -> int:
         if Path(args.out).exists():
             raise CaseError(f"{args.out} exists -- choose a new folder for --out")
         prepared = prepared.copy_to(Path(args.out))
-    asked = (f" (nearest to {prepared.requested_cells:,} asked for)"
-             if prepared.requested_cells else "")
-    print(f"{prepared.case} {prepared.size}: {prepared.cells:,} cells{asked} in "
-          f"{prepared.subdomains} subdomains ({prepared.method}), {prepared.steps} steps of "
-          f"{prepared.delta_t:g}")
+    asked = (
+        f" (nearest to {prepared.requested_cells:,} asked for)" if prepared.requested_cells else ""
+    )
+    print(
+        f"{prepared.case} {prepared.size}: {prepared.cells:,} cells{asked} in "
+        f"{prepared.subdomains} subdomains ({prepared.method}), {prepared.steps} steps of "
+        f"{prepared.delta_t:g}"
+    )
     print(prepared.path.resolve())
     return 0
 
@@ -118,10 +137,15 @@ def cmd_run(args) -> int:
                 result = f"FAILED: {'; '.join(outcome.problems)} (case kept in {kept})"
             else:
                 result = "ok"
-            print(f"{name:<14}{prepared.size:<8}{prepared.cells:>12,}{prepared.steps:>7}"
-                  f"{prep_s:>11.1f}{outcome.seconds:>8.1f}  {result}", flush=True)
-    print(f"{len(names)} case(s), {failed} failed; solver time {total:.1f} s, "
-          f"{time.monotonic() - wall:.1f} s in all on {args.n} rank(s)")
+            print(
+                f"{name:<14}{prepared.size:<8}{prepared.cells:>12,}{prepared.steps:>7}"
+                f"{prep_s:>11.1f}{outcome.seconds:>8.1f}  {result}",
+                flush=True,
+            )
+    print(
+        f"{len(names)} case(s), {failed} failed; solver time {total:.1f} s, "
+        f"{time.monotonic() - wall:.1f} s in all on {args.n} rank(s)"
+    )
     return 1 if failed else 0
 
 
@@ -133,8 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     cells.add_argument("case")
     cells.add_argument("--size", default="ci")
     for name in ("prepare", "run"):
-        p = sub.add_parser(name, help=("mesh, renumber, decompose (cached)" if name == "prepare"
-                                       else "prepare and run, with the sanity checks"))
+        p = sub.add_parser(
+            name,
+            help=(
+                "mesh, renumber, decompose (cached)"
+                if name == "prepare"
+                else "prepare and run, with the sanity checks"
+            ),
+        )
         if name == "prepare":
             p.add_argument("case")
             p.add_argument("--out", help="copy the prepared case to this new folder")
@@ -145,12 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--method", default="scotch", help="decomposePar method")
         p.add_argument("--steps", type=int, help="time steps instead of the size's")
         p.add_argument("--write-interval", type=int, help="write every N steps")
-        p.add_argument("--converge", action="store_true",
-                       help="solve to the template's tolerances instead of fixed iterations")
+        p.add_argument(
+            "--converge",
+            action="store_true",
+            help="solve to the template's tolerances instead of fixed iterations",
+        )
     args = parser.parse_args(argv)
     try:
-        return {"list": cmd_list, "cells": cmd_cells, "prepare": cmd_prepare,
-                "run": cmd_run}[args.command](args)
+        return {"list": cmd_list, "cells": cmd_cells, "prepare": cmd_prepare, "run": cmd_run}[
+            args.command
+        ](args)
     except CaseError as e:
         print(f"cases: {e}", file=sys.stderr)
         return 2

@@ -39,8 +39,8 @@ class Request:
     subdomains: int = 2
     method: str = "scotch"
     fixed_work: bool = True
-    steps: int | None = None            # override the size's step count
-    write_interval: int | None = None   # in steps; default: write once, at the end
+    steps: int | None = None  # override the size's step count
+    write_interval: int | None = None  # in steps; default: write once, at the end
 
 
 @dataclass
@@ -68,8 +68,9 @@ class Prepared:
         try:
             data = json.loads(meta.read_text())
         except (OSError, ValueError) as e:
-            raise CaseError(f"{meta}: not a prepared case ({e}) -- prepare it with "
-                            f"'python -m cases prepare'") from None
+            raise CaseError(
+                f"{meta}: not a prepared case ({e}) -- prepare it with 'python -m cases prepare'"
+            ) from None
         data["path"] = Path(path)
         return cls(**data)
 
@@ -86,11 +87,13 @@ class Prepared:
 
 def default_cache() -> Path:
     from topofoam.paths import cache_dir
+
     return cache_dir() / "cases"
 
 
-def prepare(request: Request, *, cache: Path | None = None, env: dict | None = None,
-            progress=None) -> Prepared:
+def prepare(
+    request: Request, *, cache: Path | None = None, env: dict | None = None, progress=None
+) -> Prepared:
     """The prepared case for ``request``, made (and cached) if it is not there yet."""
     case = get_case(request.case)
     resolved = resolve(case, request.size)
@@ -104,8 +107,10 @@ def prepare(request: Request, *, cache: Path | None = None, env: dict | None = N
         cache.mkdir(parents=True, exist_ok=True)
         lock = open(f"{final}.lock", "w")
     except OSError as e:
-        raise CaseError(f"cannot use the case cache {cache} ({e.strerror}) -- set "
-                        f"TOPOFOAM_CACHE to a folder you can write") from None
+        raise CaseError(
+            f"cannot use the case cache {cache} ({e.strerror}) -- set "
+            f"TOPOFOAM_CACHE to a folder you can write"
+        ) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (final / META).exists():
@@ -133,9 +138,11 @@ def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
     if case.mesher == "blockMesh":
         cells = background_cells(case, resolved.size.params)
         if request.subdomains > cells:
-            raise CaseError(f"{case.name} at size {resolved.label} has {cells:,} cells: it "
-                            f"cannot be split into {request.subdomains:,} subdomains -- use "
-                            f"a larger size or fewer subdomains")
+            raise CaseError(
+                f"{case.name} at size {resolved.label} has {cells:,} cells: it "
+                f"cannot be split into {request.subdomains:,} subdomains -- use "
+                f"a larger size or fewer subdomains"
+            )
     if request.steps is not None and request.steps < 1:
         raise CaseError(f"steps must be at least 1, not {request.steps}")
     if request.write_interval is not None and request.write_interval < 1:
@@ -145,8 +152,10 @@ def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
 def _openfoam_identity(env: dict) -> str:
     exe = shutil.which("blockMesh", path=env.get("PATH"))
     if exe is None:
-        raise CaseError("blockMesh is not on PATH -- load an OpenFOAM environment first "
-                        "(Debian: WM_PROJECT_DIR=/usr/share/openfoam, or use './bench cases')")
+        raise CaseError(
+            "blockMesh is not on PATH -- load an OpenFOAM environment first "
+            "(Debian: WM_PROJECT_DIR=/usr/share/openfoam, or use './bench cases')"
+        )
     real = Path(exe).resolve()
     return f"{real}:{real.stat().st_mtime_ns}:{env.get('WM_PROJECT_DIR', '')}"
 
@@ -158,10 +167,23 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
     # What shapes the prepared folder (not the sanity checks, which runs read from the
     # catalog): this module's steps, the case's settings, the size, the request, OpenFOAM.
     digest.update(Path(__file__).read_bytes())
-    shaping = (case.solver, case.mesher, case.variant, case.dt0, case.k0,
-               case.fixed_iterations, case.remove_in_fixed_work, case.edits, case.control)
-    inputs = [shaping, asdict(resolved.size), asdict(request) | {"size": None},
-              _openfoam_identity(env)]
+    shaping = (
+        case.solver,
+        case.mesher,
+        case.variant,
+        case.dt0,
+        case.k0,
+        case.fixed_iterations,
+        case.remove_in_fixed_work,
+        case.edits,
+        case.control,
+    )
+    inputs = [
+        shaping,
+        asdict(resolved.size),
+        asdict(request) | {"size": None},
+        _openfoam_identity(env),
+    ]
     if case.mesher == "snappyHexMesh":
         geometry = _geometry(env)
         inputs.append([str(geometry), geometry.stat().st_size if geometry.exists() else None])
@@ -171,32 +193,44 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
 
 # --- the steps --------------------------------------------------------------------------------
 
+
 def _run(app: str, args: list[str], case_dir: Path, env: dict, step: str) -> str:
     """Run an OpenFOAM utility on the case; its output goes to ``log.<app>``."""
     log = case_dir / f"log.{app}"
     try:
-        done = subprocess.run([app, *args, "-case", str(case_dir)], env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        done = subprocess.run(
+            [app, *args, "-case", str(case_dir)],
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
     except FileNotFoundError:
         raise CaseError(f"{step}: {app} is not on PATH -- load an OpenFOAM environment") from None
     with open(log, "a") as f:
         f.write(done.stdout)
     if done.returncode != 0 or "FOAM FATAL" in done.stdout:
         tail = "\n".join(done.stdout.strip().splitlines()[-12:])
-        raise CaseError(f"{step} failed ({app} exited with {done.returncode}) -- see "
-                        f"{_failed_path(log)}; last lines:\n{tail}")
+        raise CaseError(
+            f"{step} failed ({app} exited with {done.returncode}) -- see "
+            f"{_failed_path(log)}; last lines:\n{tail}"
+        )
     return done.stdout
 
 
 def _failed_path(log: Path) -> Path:
     """Where a log of the scratch folder ends up once the folder is kept as ``.failed``."""
     parent = log.parent
-    return parent.with_name(parent.name[:-len(".tmp")] + ".failed") / log.name \
-        if parent.name.endswith(".tmp") else log
+    return (
+        parent.with_name(parent.name[: -len(".tmp")] + ".failed") / log.name
+        if parent.name.endswith(".tmp")
+        else log
+    )
 
 
-def _build(case: Case, resolved: Resolved, request: Request, work: Path, env: dict,
-           progress) -> None:
+def _build(
+    case: Case, resolved: Resolved, request: Request, work: Path, env: dict, progress
+) -> None:
     size = resolved.size
     render(case.template, case.variant, size.params, work)
     steps = request.steps or size.steps
@@ -212,29 +246,48 @@ def _build(case: Case, resolved: Resolved, request: Request, work: Path, env: di
         _run("blockMesh", [], work, env, "meshing")
     cells = _checkmesh_cells(work, env, strict=case.mesher == "blockMesh")
     if case.mesher == "blockMesh":
-        expected = background_cells(case, size.params) * 2 ** size.mirror
+        expected = background_cells(case, size.params) * 2**size.mirror
         if cells != expected:
-            raise CaseError(f"meshing: checkMesh counts {cells:,} cells, the blockMeshDict "
-                            f"gives {expected:,} -- see {_failed_path(work / 'log.checkMesh')}")
+            raise CaseError(
+                f"meshing: checkMesh counts {cells:,} cells, the blockMeshDict "
+                f"gives {expected:,} -- see {_failed_path(work / 'log.checkMesh')}"
+            )
     elif request.subdomains > cells:
-        raise CaseError(f"{case.name} at size {resolved.label} meshed to {cells:,} cells: it "
-                        f"cannot be split into {request.subdomains:,} subdomains")
+        raise CaseError(
+            f"{case.name} at size {resolved.label} meshed to {cells:,} cells: it "
+            f"cannot be split into {request.subdomains:,} subdomains"
+        )
     _initial_fields(case, work, env)
     progress(f"{case.name} {resolved.label}: renumbering {cells:,} cells")
     _run("renumberMesh", ["-overwrite"], work, env, "renumbering")
     per_proc = None
     if request.subdomains > 1:
-        progress(f"{case.name} {resolved.label}: decomposing into {request.subdomains} "
-                 f"({request.method})")
+        progress(
+            f"{case.name} {resolved.label}: decomposing into {request.subdomains} "
+            f"({request.method})"
+        )
         per_proc = _decompose(case, work, request, env)
         if sum(per_proc) != cells:
-            raise CaseError(f"decomposing: the subdomains hold {sum(per_proc):,} cells, the "
-                            f"mesh {cells:,} -- see {_failed_path(work / 'log.decomposePar')}")
-    meta = Prepared(path=work, case=case.name, size=resolved.label, solver=case.solver,
-                    cells=cells, subdomains=request.subdomains, method=request.method,
-                    steps=steps, delta_t=delta_t, end_time=_end_time(steps, delta_t),
-                    fixed_work=request.fixed_work, write_interval=write_interval,
-                    requested_cells=resolved.requested_cells, processor_cells=per_proc)
+            raise CaseError(
+                f"decomposing: the subdomains hold {sum(per_proc):,} cells, the "
+                f"mesh {cells:,} -- see {_failed_path(work / 'log.decomposePar')}"
+            )
+    meta = Prepared(
+        path=work,
+        case=case.name,
+        size=resolved.label,
+        solver=case.solver,
+        cells=cells,
+        subdomains=request.subdomains,
+        method=request.method,
+        steps=steps,
+        delta_t=delta_t,
+        end_time=_end_time(steps, delta_t),
+        fixed_work=request.fixed_work,
+        write_interval=write_interval,
+        requested_cells=resolved.requested_cells,
+        processor_cells=per_proc,
+    )
     data = asdict(meta)
     del data["path"]
     (work / META).write_text(json.dumps(data, indent=1) + "\n")
@@ -271,10 +324,16 @@ def _set_solvers(case: Case, work: Path, fixed_work: bool) -> None:
     solution = FoamFile(work / "system" / "fvSolution")
     for name, iterations in case.fixed_iterations.items():
         if name not in solution["solvers"]:
-            raise CaseError(f"{work}/system/fvSolution: no solver entry {name} for fixed-work "
-                            f"mode -- fix fixed_iterations of {case.name} in cases/catalog.py")
-        for key, value in (("tolerance", 0), ("relTol", 0), ("minIter", iterations),
-                           ("maxIter", iterations)):
+            raise CaseError(
+                f"{work}/system/fvSolution: no solver entry {name} for fixed-work "
+                f"mode -- fix fixed_iterations of {case.name} in cases/catalog.py"
+            )
+        for key, value in (
+            ("tolerance", 0),
+            ("relTol", 0),
+            ("minIter", iterations),
+            ("maxIter", iterations),
+        ):
             solution["solvers", name, key] = value
     for rel, entry in case.remove_in_fixed_work:
         target = FoamFile(work / rel)
@@ -289,10 +348,14 @@ def _checkmesh_cells(work: Path, env: dict, strict: bool) -> int:
     out = _run("checkMesh", ["-constant"], work, env, "checking the mesh")
     m = re.search(r"^\s*cells:\s+(\d+)", out, re.M)
     if not m:
-        raise CaseError(f"checking the mesh: no cell count in {_failed_path(work / 'log.checkMesh')}")
+        raise CaseError(
+            f"checking the mesh: no cell count in {_failed_path(work / 'log.checkMesh')}"
+        )
     if strict and re.search(r"^\s*Failed \d+ mesh checks", out, re.M):
-        raise CaseError(f"checking the mesh: checkMesh reports failed checks -- see "
-                        f"{_failed_path(work / 'log.checkMesh')}")
+        raise CaseError(
+            f"checking the mesh: checkMesh reports failed checks -- see "
+            f"{_failed_path(work / 'log.checkMesh')}"
+        )
     return int(m.group(1))
 
 
@@ -310,8 +373,10 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
     snappyHexMesh, and for the larger sizes mirroring."""
     geometry = _geometry(env)
     if not geometry.is_file():
-        raise CaseError(f"meshing: {geometry} is missing -- install the OpenFOAM tutorials "
-                        f"(Debian: openfoam-examples) or set FOAM_TUTORIALS")
+        raise CaseError(
+            f"meshing: {geometry} is missing -- install the OpenFOAM tutorials "
+            f"(Debian: openfoam-examples) or set FOAM_TUTORIALS"
+        )
     surface = work / "constant" / "triSurface" / "motorBike.obj"
     surface.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(geometry, "rb") as src, open(surface, "wb") as dst:
@@ -330,10 +395,12 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
 def _write_mirror_dict(work: Path, i: int) -> None:
     # First across the side plane y = 4 (two bikes side by side), then across y = 12.
     point = (0, 4 + 8 * i, 0)
-    text = ("FoamFile\n{\n    version 2.0;\n    format ascii;\n    class dictionary;\n"
-            "    object mirrorMeshDict;\n}\n\nplaneType pointAndNormal;\n\n"
-            f"pointAndNormalDict\n{{\n    point ({point[0]} {point[1]} {point[2]});\n"
-            "    normal (0 1 0);\n}\n\nplaneTolerance 1e-3;\n")
+    text = (
+        "FoamFile\n{\n    version 2.0;\n    format ascii;\n    class dictionary;\n"
+        "    object mirrorMeshDict;\n}\n\nplaneType pointAndNormal;\n\n"
+        f"pointAndNormalDict\n{{\n    point ({point[0]} {point[1]} {point[2]});\n"
+        "    normal (0 1 0);\n}\n\nplaneTolerance 1e-3;\n"
+    )
     (work / "system" / "mirrorMeshDict").write_text(text)
 
 
@@ -346,8 +413,10 @@ def tutorials_dir(env: dict) -> str:
     if env.get("FOAM_TUTORIALS"):
         return env["FOAM_TUTORIALS"]
     project = env.get("WM_PROJECT_DIR", "")
-    for candidate in (Path(project) / "tutorials",
-                      Path("/usr/share/doc/openfoam-examples/examples")):
+    for candidate in (
+        Path(project) / "tutorials",
+        Path("/usr/share/doc/openfoam-examples/examples"),
+    ):
         if candidate.is_dir():
             return str(candidate)
     return str(Path(project) / "tutorials")
@@ -355,18 +424,21 @@ def tutorials_dir(env: dict) -> str:
 
 def _decompose(case: Case, work: Path, request: Request, env: dict) -> list[int]:
     path = work / "system" / "decomposeParDict"
-    path.write_text("FoamFile\n{\n    version 2.0;\n    format ascii;\n    class dictionary;\n"
-                    "    object decomposeParDict;\n}\n")
+    path.write_text(
+        "FoamFile\n{\n    version 2.0;\n    format ascii;\n    class dictionary;\n"
+        "    object decomposeParDict;\n}\n"
+    )
     decompose = FoamFile(path)
     decompose["numberOfSubdomains"] = request.subdomains
     decompose["method"] = request.method
     if request.method in METHODS_WITH_N:
         decompose[f"{request.method}Coeffs"] = {
-            "n": list(_grid(request.subdomains, case.variant == "2D")), "delta": 0.001,
-            "order": "xyz"}
+            "n": list(_grid(request.subdomains, case.variant == "2D")),
+            "delta": 0.001,
+            "order": "xyz",
+        }
     out = _run("decomposePar", ["-force"], work, env, "decomposing")
-    return [int(n) for n in re.findall(r"^Processor \d+\s*\n\s*Number of cells = (\d+)", out,
-                                       re.M)]
+    return [int(n) for n in re.findall(r"^Processor \d+\s*\n\s*Number of cells = (\d+)", out, re.M)]
 
 
 def _grid(n: int, flat: bool) -> tuple[int, int, int]:

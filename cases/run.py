@@ -41,8 +41,13 @@ def run(prepared: Prepared, env: dict | None = None, timeout: float = 1800) -> O
     started = time.monotonic()
     with open(log, "w") as out:
         try:
-            done = subprocess.run(solver_command(prepared, env), env=env, stdout=out,
-                                  stderr=subprocess.STDOUT, timeout=timeout)
+            done = subprocess.run(
+                solver_command(prepared, env),
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+            )
             code = done.returncode
         except subprocess.TimeoutExpired:
             code = None

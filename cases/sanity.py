@@ -44,13 +44,17 @@ def evaluate(check: Check, log: str) -> str | None:
         first, last = values[0], values[-1]
         drift = abs(last - first) / abs(first) if first else abs(last - first)
         if not drift <= check.bound:
-            return (f"{check.name}: {first:g} -> {last:g} is a drift of {drift:.3g}, "
-                    f"more than {check.bound:g}")
+            return (
+                f"{check.name}: {first:g} -> {last:g} is a drift of {drift:.3g}, "
+                f"more than {check.bound:g}"
+            )
     elif check.kind == "falls":
         first, last = values[0], values[-1]
         if not last <= check.bound * first:
-            return (f"{check.name}: {first:g} -> {last:g}, it did not fall below "
-                    f"{check.bound:g} of its first value")
+            return (
+                f"{check.name}: {first:g} -> {last:g}, it did not fall below "
+                f"{check.bound:g} of its first value"
+            )
     else:
         return f"{check.name}: unknown kind '{check.kind}' (max, min or drift)"
     return None

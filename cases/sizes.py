@@ -20,8 +20,9 @@ def get_case(name: str) -> Case:
     try:
         return CASES[name]
     except KeyError:
-        raise CaseError(f"unknown case '{name}' -- choose from {', '.join(CASES)} "
-                        f"(cases/catalog.py)") from None
+        raise CaseError(
+            f"unknown case '{name}' -- choose from {', '.join(CASES)} (cases/catalog.py)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,23 @@ def resolve(case: Case, size: str | int) -> Resolved:
     target = size if isinstance(size, int) else parse_cells(size)
     names = ", ".join(case.sizes)
     if target is None:
-        raise CaseError(f"unknown size '{size}' for {case.name} -- use one of {names} "
-                        f"or a cell count such as 250k or 2M")
+        raise CaseError(
+            f"unknown size '{size}' for {case.name} -- use one of {names} "
+            f"or a cell count such as 250k or 2M"
+        )
     if case.family is None:
-        raise CaseError(f"{case.name} takes named sizes only ({names}): its final cell count "
-                        f"comes from {case.mesher}, so a count cannot be aimed at")
+        raise CaseError(
+            f"{case.name} takes named sizes only ({names}): its final cell count "
+            f"comes from {case.mesher}, so a count cannot be aimed at"
+        )
     lo, hi = case.k_range
     smallest, largest = (background_cells(case, case.family(k)) for k in (lo, hi))
     if not smallest <= target <= largest:
-        raise CaseError(f"{case.name} cannot be made with {target:,} cells: its meshes span "
-                        f"{smallest:,} to {largest:,} cells -- ask for a count in that range "
-                        f"or a named size ({names})")
+        raise CaseError(
+            f"{case.name} cannot be made with {target:,} cells: its meshes span "
+            f"{smallest:,} to {largest:,} cells -- ask for a count in that range "
+            f"or a named size ({names})"
+        )
     # Cell counts grow with k: bisect for the first k at or above the target, then take the
     # nearer of it and its predecessor.
     while hi - lo > 1:

@@ -49,8 +49,10 @@ def render(template: str, variant: str | None, params: dict, dest: Path) -> None
             continue
         missing = sorted({m for m in _PLACEHOLDER.findall(text) if m not in params})
         if missing:
-            raise CaseError(f"{src}: no value for placeholder(s) {', '.join(missing)} -- "
-                            f"the case definition in cases/catalog.py must set them")
+            raise CaseError(
+                f"{src}: no value for placeholder(s) {', '.join(missing)} -- "
+                f"the case definition in cases/catalog.py must set them"
+            )
         out.write_text(_PLACEHOLDER.sub(lambda m: str(params[m.group(1)]), text))
 
 
@@ -62,8 +64,10 @@ def blockmesh_cells(case_dir: Path) -> int:
     except FileNotFoundError:
         raise CaseError(f"{dict_path} is missing -- the case needs a blockMeshDict") from None
     except Exception as e:
-        raise CaseError(f"{dict_path}: cannot read 'blocks' ({e}) -- check the dictionary "
-                        f"with 'foamDictionary -entry blocks {dict_path}'") from None
+        raise CaseError(
+            f"{dict_path}: cannot read 'blocks' ({e}) -- check the dictionary "
+            f"with 'foamDictionary -entry blocks {dict_path}'"
+        ) from None
     cells = 0
     i = 0
     while i < len(tokens):
@@ -85,5 +89,8 @@ def blockmesh_cells(case_dir: Path) -> int:
 
 
 def _is_cell_counts(token) -> bool:
-    return (isinstance(token, (list, tuple)) and len(token) == 3
-            and all(isinstance(n, int) and not isinstance(n, bool) for n in token))
+    return (
+        isinstance(token, (list, tuple))
+        and len(token) == 3
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in token)
+    )

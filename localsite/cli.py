@@ -29,7 +29,7 @@ from localsite.slurm import LocalSlurm, SlurmError
 from topofoam import paths
 
 PARTITIONS = ("cpu", "slurm", "emu")
-EMU_NODES = 4       # the multi-node check runs on 1, 2 and 4 nodes
+EMU_NODES = 4  # the multi-node check runs on 1, 2 and 4 nodes
 CONFIG = paths.REPO / "site-configs" / "local.py"
 
 
@@ -42,8 +42,10 @@ def _partition_list(values: list[str] | None) -> list[str]:
     for value in values or list(PARTITIONS):
         for name in value.split(","):
             if name not in PARTITIONS:
-                raise UsageError(f"unknown partition '{name}' -- choose from "
-                                 f"{', '.join(PARTITIONS)} (site-configs/local.py)")
+                raise UsageError(
+                    f"unknown partition '{name}' -- choose from "
+                    f"{', '.join(PARTITIONS)} (site-configs/local.py)"
+                )
             if name not in chosen:
                 chosen.append(name)
     return chosen
@@ -51,9 +53,20 @@ def _partition_list(values: list[str] | None) -> list[str]:
 
 def _reframe_command(partition: str, report: Path, tags: list[str], extra: list[str]) -> list[str]:
     # The reframe script of the interpreter running us (the project's virtualenv).
-    cmd = [str(Path(sys.executable).parent / "reframe"), "-C", str(CONFIG), "-c", str(paths.REPO / "reframe"),
-           "--system", f"local:{partition}", "--exec-policy", "serial",
-           "--report-file", str(report), "-r"]
+    cmd = [
+        str(Path(sys.executable).parent / "reframe"),
+        "-C",
+        str(CONFIG),
+        "-c",
+        str(paths.REPO / "reframe"),
+        "--system",
+        f"local:{partition}",
+        "--exec-policy",
+        "serial",
+        "--report-file",
+        str(report),
+        "-r",
+    ]
     for tag in tags:
         cmd += ["--tag", tag]
     return cmd + extra
@@ -64,8 +77,14 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
     try:
         data = json.loads(report.read_text())
     except (OSError, ValueError):
-        return 0, 0, [f"ReFrame exited with {exit_code} without writing its run report "
-                      f"(see its output above)"]
+        return (
+            0,
+            0,
+            [
+                f"ReFrame exited with {exit_code} without writing its run report "
+                f"(see its output above)"
+            ],
+        )
     cases = data["runs"][-1]["testcases"] if data.get("runs") else []
     lines = []
     for case in cases:
@@ -83,12 +102,16 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
 def _report(results: Path, since: str) -> str:
     """The report of this run's results (topofoam.reporting); its path, or why there is none."""
     from topofoam.reporting.build import build
+
     try:
-        report = build(results, "local", since=since,
-                       say=lambda line: print(f"bench: {line}", flush=True))
-    except Exception as e:      # the runs are done and kept: say it, do not lose them
-        return (f"not written ({type(e).__name__}: {e}) -- rerun it with: python -m "
-                f"topofoam.reporting --results {results} --system local --since {since}")
+        report = build(
+            results, "local", since=since, say=lambda line: print(f"bench: {line}", flush=True)
+        )
+    except Exception as e:  # the runs are done and kept: say it, do not lose them
+        return (
+            f"not written ({type(e).__name__}: {e}) -- rerun it with: python -m "
+            f"topofoam.reporting --results {results} --system local --since {since}"
+        )
     return f"{report.html} (and report.md, runs.csv beside it)"
 
 
@@ -98,21 +121,27 @@ def run(args: argparse.Namespace) -> int:
     partitions = _partition_list(args.partition)
     if args.partition is None and os.geteuid() != 0:
         partitions = ["cpu"]
-        print("bench: not root: partitions 'slurm' and 'emu' left out (their Slurm daemons run "
-              "as root); running 'cpu' only")
+        print(
+            "bench: not root: partitions 'slurm' and 'emu' left out (their Slurm daemons run "
+            "as root); running 'cpu' only"
+        )
     slurm = LocalSlurm()
     for needs_root in ("slurm", "emu"):
         if needs_root in partitions and os.geteuid() != 0:
-            raise UsageError(f"partition '{needs_root}' needs root (its Slurm daemons run as "
-                             f"root) -- rerun as root, or choose '--partition cpu'")
+            raise UsageError(
+                f"partition '{needs_root}' needs root (its Slurm daemons run as "
+                f"root) -- rerun as root, or choose '--partition cpu'"
+            )
     try:
         lib = openfoam.ensure_built()
     except openfoam.BuildError as e:
         raise SystemExit(f"bench: {e}") from None
     except PermissionError as e:
-        raise SystemExit(f"bench: cannot use the build cache {paths.cache_dir()} "
-                         f"({e.strerror}: {e.filename}) -- set TOPOFOAM_CACHE to a folder "
-                         f"you can write") from None
+        raise SystemExit(
+            f"bench: cannot use the build cache {paths.cache_dir()} "
+            f"({e.strerror}: {e.filename}) -- set TOPOFOAM_CACHE to a folder "
+            f"you can write"
+        ) from None
     print(f"bench: OpenFOAM libraries: {lib}")
 
     results = paths.results_dir()
@@ -129,8 +158,10 @@ def run(args: argparse.Namespace) -> int:
             env = dict(os.environ)
             if partition == "slurm":
                 if not slurm.running():
-                    print("bench: starting the local Slurm (munged, slurmctld, slurmd) "
-                          f"under {slurm.root}")
+                    print(
+                        "bench: starting the local Slurm (munged, slurmctld, slurmd) "
+                        f"under {slurm.root}"
+                    )
                     slurm.start()
                     started_slurm = True
                 env = slurm.client_env(env)
@@ -139,15 +170,18 @@ def run(args: argparse.Namespace) -> int:
                 if started_slurm:
                     slurm.stop()
                     started_slurm = False
-                print(f"bench: starting the emulated cluster ({EMU_NODES} nodes) under "
-                      f"{cluster.root}")
+                print(
+                    f"bench: starting the emulated cluster ({EMU_NODES} nodes) under {cluster.root}"
+                )
                 cluster.start()
                 env = cluster.client_env(env)
             report = reports / f"{stamp}-{partition}.json"
             print(f"bench: ReFrame on local:{partition}", flush=True)
             done = subprocess.run(
                 _reframe_command(partition, report, args.tag, args.reframe_args),
-                env=env, cwd=paths.REPO)
+                env=env,
+                cwd=paths.REPO,
+            )
             outcome[partition] = (*_summarise(report, done.returncode), report)
     finally:
         if started_slurm:
@@ -161,8 +195,10 @@ def run(args: argparse.Namespace) -> int:
     print("\nbench: summary")
     for partition, (cases, failures, lines, report) in outcome.items():
         if cases:
-            print(f"  local:{partition}: {cases - failures}/{cases} test cases passed "
-                  f"(run report {report})")
+            print(
+                f"  local:{partition}: {cases - failures}/{cases} test cases passed "
+                f"(run report {report})"
+            )
         else:
             print(f"  local:{partition}: no test case ran")
         for line in lines:
@@ -195,13 +231,18 @@ def slurm_command(args: argparse.Namespace) -> int:
     slurm = LocalSlurm()
     if args.action == "start":
         slurm.start()
-        print(f"bench: local Slurm is up ({', '.join(f'{k} {v}' for k, v in slurm.running().items())})")
+        print(
+            f"bench: local Slurm is up ({', '.join(f'{k} {v}' for k, v in slurm.running().items())})"
+        )
         print(f"  use it with: export SLURM_CONF={slurm.conf}")
         print("  stop it with: ./bench slurm stop")
     elif args.action == "stop":
         stopped = slurm.stop()
-        print(f"bench: stopped {', '.join(stopped)}" if stopped
-              else "bench: no daemons of ours were running")
+        print(
+            f"bench: stopped {', '.join(stopped)}"
+            if stopped
+            else "bench: no daemons of ours were running"
+        )
     else:
         return _status(slurm.running(), slurm.conf, "local Slurm")
     return 0
@@ -212,8 +253,10 @@ def _status(alive: dict[str, int], conf: Path, what: str) -> int:
     if not alive:
         print(f"bench: the {what} is not running")
         return 1
-    print(f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
-          f"SLURM_CONF={conf}")
+    print(
+        f"bench: running: {', '.join(f'{k} (pid {v})' for k, v in alive.items())}; "
+        f"SLURM_CONF={conf}"
+    )
     return 0
 
 
@@ -222,8 +265,10 @@ def cluster_command(args: argparse.Namespace) -> int:
     if args.action == "start":
         cluster = EmulatedCluster(args.nodes)
         cluster.start()
-        print(f"bench: emulated cluster up: {', '.join(cluster.hosts)} on {cluster.subnet}.0/24 "
-              f"(namespaces {', '.join(cluster.netns.values())}, bridge {cluster.bridge})")
+        print(
+            f"bench: emulated cluster up: {', '.join(cluster.hosts)} on {cluster.subnet}.0/24 "
+            f"(namespaces {', '.join(cluster.netns.values())}, bridge {cluster.bridge})"
+        )
         print(f"  use it with: export SLURM_CONF={cluster.conf}")
         print("  stop it with: ./bench cluster stop")
         return 0
@@ -231,8 +276,11 @@ def cluster_command(args: argparse.Namespace) -> int:
     cluster = EmulatedCluster(8)
     if args.action == "stop":
         removed = cluster.stop()
-        print(f"bench: removed {', '.join(removed)}" if removed
-              else "bench: nothing of the emulated cluster was left")
+        print(
+            f"bench: removed {', '.join(removed)}"
+            if removed
+            else "bench: nothing of the emulated cluster was left"
+        )
         return 0
     return _status(cluster.running(), cluster.conf, "emulated cluster")
 
@@ -241,14 +289,19 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the suite on this machine")
-    r.add_argument("--partition", action="append", metavar="NAME",
-                   help=f"partition(s) to run on: {', '.join(PARTITIONS)} (default: all)")
+    r.add_argument(
+        "--partition",
+        action="append",
+        metavar="NAME",
+        help=f"partition(s) to run on: {', '.join(PARTITIONS)} (default: all)",
+    )
     r.add_argument("--tag", action="append", default=[], help="only checks with this tag")
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)
     for verb, module in (("cases", "cases"), ("rankmap-bench", "rankmap.bench")):
-        k = sub.add_parser(verb, help=f"python -m {module} with this machine's OpenFOAM",
-                           add_help=False)
+        k = sub.add_parser(
+            verb, help=f"python -m {module} with this machine's OpenFOAM", add_help=False
+        )
         k.add_argument("module_args", nargs=argparse.REMAINDER)
         k.set_defaults(func=with_openfoam, module=module)
     s = sub.add_parser("slurm", help="the project's local Slurm")

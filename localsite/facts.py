@@ -81,8 +81,11 @@ def main() -> int:
     try:
         print(write())
     except Exception as e:  # a machine we cannot describe: say what failed, in one line
-        print(f"facts: cannot describe this machine ({type(e).__name__}: {e}) -- "
-              f"check that hwloc and OpenFOAM are installed ('./bench setup')", file=sys.stderr)
+        print(
+            f"facts: cannot describe this machine ({type(e).__name__}: {e}) -- "
+            f"check that hwloc and OpenFOAM are installed ('./bench setup')",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -33,11 +33,16 @@ class BuildError(RuntimeError):
 def source_version() -> str:
     """The version of the installed Debian openfoam source package, e.g. 1912.200626-1."""
     try:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${source:Version}", "openfoam"],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["dpkg-query", "-W", "-f=${source:Version}", "openfoam"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
-        raise BuildError("Debian's openfoam package is not installed -- "
-                         "run ./bench setup") from None
+        raise BuildError(
+            "Debian's openfoam package is not installed -- run ./bench setup"
+        ) from None
     return out.stdout.strip()
 
 
@@ -76,16 +81,21 @@ def ensure_built(target: str = "scotch") -> Path:
     version = source_version()
     prefix = build_prefix(target, version)
     if not (prefix / ".complete").exists():
-        what = ("the real SCOTCH decomposition library" if target == "scotch" else
-                f"libOpenFOAM and libPstream with {PATCHES.relative_to(paths.REPO)} "
-                f"(12-17 min on 2 cores)")
+        what = (
+            "the real SCOTCH decomposition library"
+            if target == "scotch"
+            else f"libOpenFOAM and libPstream with {PATCHES.relative_to(paths.REPO)} "
+            f"(12-17 min on 2 cores)"
+        )
         print(f"building {what} into {prefix} (once; cached)", file=sys.stderr, flush=True)
         cmd = ["bash", str(BUILD_SCRIPT), target, str(source_tree(version)), str(prefix)]
         if target == "patched":
             cmd.append(str(PATCHES))
         if subprocess.run(cmd).returncode != 0:
-            raise BuildError(f"the OpenFOAM build ({target}) failed (see the lines above) -- "
-                             f"fix the cause and rerun; log: {prefix}.failed.log")
+            raise BuildError(
+                f"the OpenFOAM build ({target}) failed (see the lines above) -- "
+                f"fix the cause and rerun; log: {prefix}.failed.log"
+            )
     return prefix / "lib"
 
 

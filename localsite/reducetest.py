@@ -18,8 +18,17 @@ from topofoam import paths
 
 SOURCE = paths.REPO / "reframe" / "src" / "reduceTest" / "reduceTest.C"
 HEADER_DIRS = ("src/OpenFOAM", "src/OSspecific/POSIX")
-CXXFLAGS = ["-std=c++11", "-O2", "-pthread", "-DOPENFOAM=1912", "-DWM_DP", "-DWM_LABEL_SIZE=32",
-            "-DNoRepository", "-ftemplate-depth-100", "-Wno-deprecated-declarations"]
+CXXFLAGS = [
+    "-std=c++11",
+    "-O2",
+    "-pthread",
+    "-DOPENFOAM=1912",
+    "-DWM_DP",
+    "-DWM_LABEL_SIZE=32",
+    "-DNoRepository",
+    "-ftemplate-depth-100",
+    "-Wno-deprecated-declarations",
+]
 
 
 def include_dir() -> Path:
@@ -42,16 +51,32 @@ def include_dir() -> Path:
 
 def executable() -> Path:
     """The compiled program, cached by its source and the OpenFOAM version."""
-    key = hashlib.sha256(SOURCE.read_bytes() + openfoam.source_version().encode()
-                         + " ".join(CXXFLAGS).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        SOURCE.read_bytes() + openfoam.source_version().encode() + " ".join(CXXFLAGS).encode()
+    ).hexdigest()[:16]
     exe = paths.cache_dir() / "openfoam" / f"reduceTest-{key}" / "reduceTest"
     if exe.exists():
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_suffix(".tmp")
-    done = subprocess.run(["g++", *CXXFLAGS, f"-I{include_dir()}", str(SOURCE), "-o", str(tmp),
-                           "-L/usr/lib", "-Wl,--no-as-needed", "-lOpenFOAM", "-lPstream", "-ldl", "-lm"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "g++",
+            *CXXFLAGS,
+            f"-I{include_dir()}",
+            str(SOURCE),
+            "-o",
+            str(tmp),
+            "-L/usr/lib",
+            "-Wl,--no-as-needed",
+            "-lOpenFOAM",
+            "-lPstream",
+            "-ldl",
+            "-lm",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"compiling {SOURCE} failed:\n{done.stderr[-3000:]}")
     tmp.rename(exe)
@@ -63,19 +88,30 @@ def environment(patched: bool, schedule: Path | None = None) -> dict:
     libs = [openfoam.ensure_built("scotch")]
     if patched:
         libs.insert(0, openfoam.ensure_built("patched"))
-    env = dict(os.environ, WM_PROJECT_DIR=str(openfoam.PROJECT_DIR),
-               LD_LIBRARY_PATH=":".join(map(str, libs)),
-               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_mpi_yield_when_idle="1")
+    env = dict(
+        os.environ,
+        WM_PROJECT_DIR=str(openfoam.PROJECT_DIR),
+        LD_LIBRARY_PATH=":".join(map(str, libs)),
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_mpi_yield_when_idle="1",
+    )
     env.pop("FOAM_REDUCTION_SCHEDULE", None)
     if schedule is not None:
         env["FOAM_REDUCTION_SCHEDULE"] = str(schedule)
     return env
 
 
-def mpirun(ranks: int, args: list[str], *, patched: bool, schedule: Path | None = None,
-           sums: bool = False, cwd: Path | None = None,
-           timeout: float = 600) -> subprocess.CompletedProcess:
+def mpirun(
+    ranks: int,
+    args: list[str],
+    *,
+    patched: bool,
+    schedule: Path | None = None,
+    sums: bool = False,
+    cwd: Path | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess:
     """Run an OpenFOAM program on ``ranks`` MPI ranks (oversubscribed if need be) with the
     stock or patched libraries; ``sums`` routes scalar sum/min along the schedule."""
     env = environment(patched, schedule)
@@ -89,8 +125,9 @@ def mpirun(ranks: int, args: list[str], *, patched: bool, schedule: Path | None 
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
 
 
-def run(ranks: int, *, patched: bool, schedule: Path | None = None, sums: bool = False,
-        repeat: int = 0) -> subprocess.CompletedProcess:
+def run(
+    ranks: int, *, patched: bool, schedule: Path | None = None, sums: bool = False, repeat: int = 0
+) -> subprocess.CompletedProcess:
     """The reduceTest program on ``ranks`` ranks."""
     args = [str(executable())] + (["-repeat", str(repeat)] if repeat else [])
     return mpirun(ranks, args, patched=patched, schedule=schedule, sums=sums)
@@ -119,23 +156,31 @@ def benchmark(ranks_list=(2, 4, 8), repeat: int = 2000) -> list[dict]:
         for ranks in ranks_list:
             nodes = 1
             # More ranks than cores: the placement model needs a node that holds them.
-            model = machine if ranks <= machine.cores else topology.load(
-                f"pack:1 core:{ranks} pu:1")
+            model = (
+                machine if ranks <= machine.cores else topology.load(f"pack:1 core:{ranks} pu:1")
+            )
             schedule = scheduledict.write(
                 hierarchical(mapping.block(graph.grid(ranks, 1), model, nodes)),
-                Path(tmp) / f"reductionSchedule.{ranks}", "block")
+                Path(tmp) / f"reductionSchedule.{ranks}",
+                "block",
+            )
             row = {"ranks": ranks, "oversubscribed": ranks > machine.cores}
-            for name, kwargs in (("stock", dict(patched=False)),
-                                 ("schedule", dict(patched=True, schedule=schedule)),
-                                 ("schedule+sums", dict(patched=True, schedule=schedule,
-                                                        sums=True))):
+            for name, kwargs in (
+                ("stock", dict(patched=False)),
+                ("schedule", dict(patched=True, schedule=schedule)),
+                ("schedule+sums", dict(patched=True, schedule=schedule, sums=True)),
+            ):
                 done = run(ranks, repeat=repeat, **kwargs)
                 if done.returncode != 0:
-                    raise RuntimeError(f"reduceTest on {ranks} ranks ({name}) failed:\n"
-                                       f"{done.stdout[-1500:]}{done.stderr[-1500:]}")
+                    raise RuntimeError(
+                        f"reduceTest on {ranks} ranks ({name}) failed:\n"
+                        f"{done.stdout[-1500:]}{done.stderr[-1500:]}"
+                    )
                 res = results(done.stdout)
-                row[name] = {"scalar_sum_us": float(res["latencyScalarSumUs"][0]),
-                             "label_max_us": float(res["latencyLabelMaxUs"][0])}
+                row[name] = {
+                    "scalar_sum_us": float(res["latencyScalarSumUs"][0]),
+                    "label_max_us": float(res["latencyLabelMaxUs"][0]),
+                }
             rows.append(row)
     return rows
 
@@ -144,16 +189,21 @@ def main() -> int:
     """python -m localsite.reducetest: the latency table (builds what is missing first)."""
     rows = benchmark()
     print("mean latency per reduction in microseconds (reduceTest -repeat 2000)")
-    print(f"{'ranks':>5}  {'scalar sum: stock':>17} {'schedule':>9} {'sched+sums':>10}   "
-          f"{'label max: stock':>16} {'schedule':>9}")
+    print(
+        f"{'ranks':>5}  {'scalar sum: stock':>17} {'schedule':>9} {'sched+sums':>10}   "
+        f"{'label max: stock':>16} {'schedule':>9}"
+    )
     for r in rows:
         note = "  (more ranks than cores: oversubscribed)" if r["oversubscribed"] else ""
-        print(f"{r['ranks']:5}  {r['stock']['scalar_sum_us']:17.2f} "
-              f"{r['schedule']['scalar_sum_us']:9.2f} {r['schedule+sums']['scalar_sum_us']:10.2f}"
-              f"   {r['stock']['label_max_us']:16.2f} {r['schedule']['label_max_us']:9.2f}{note}")
+        print(
+            f"{r['ranks']:5}  {r['stock']['scalar_sum_us']:17.2f} "
+            f"{r['schedule']['scalar_sum_us']:9.2f} {r['schedule+sums']['scalar_sum_us']:10.2f}"
+            f"   {r['stock']['label_max_us']:16.2f} {r['schedule']['label_max_us']:9.2f}{note}"
+        )
     return 0
 
 
 if __name__ == "__main__":
     import sys
+
     sys.exit(main())

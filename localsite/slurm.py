@@ -48,7 +48,9 @@ class NodeLayout:
 def _hwloc_count(kind: str) -> int:
     out = subprocess.run(
         ["hwloc-calc", "--number-of", kind, "all"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return int(out.strip())
 
@@ -98,15 +100,17 @@ def wait_for(ready, exited, timeout: float, name: str, log: Path) -> None:
         if ready():
             return
         time.sleep(0.2)
-    raise SlurmError(f"{name} not ready after {timeout:.0f} s -- see {log}; its last "
-                     f"lines:\n{tail(log)}")
+    raise SlurmError(
+        f"{name} not ready after {timeout:.0f} s -- see {log}; its last lines:\n{tail(log)}"
+    )
 
 
 def query_sinfo(env: dict, fmt: str) -> list[str] | None:
     """sinfo's node lines in ``fmt``, or None when the controller does not answer."""
     try:
-        out = subprocess.run(["sinfo", "-h", "-N", "-o", fmt], env=env, capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", fmt], env=env, capture_output=True, text=True, timeout=10
+        )
     except subprocess.TimeoutExpired:
         return None
     return out.stdout.splitlines() if out.returncode == 0 else None
@@ -171,8 +175,14 @@ class LocalSlurm:
 
     partition = "local"
 
-    def __init__(self, root: Path | None = None, *, ctld_port: int | None = None,
-                 slurmd_port: int | None = None, hostname: str | None = None):
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        ctld_port: int | None = None,
+        slurmd_port: int | None = None,
+        hostname: str | None = None,
+    ):
         self.root = Path(root or paths.run_dir() / "slurm").resolve()
         self.ctld_port = ctld_port or int(os.environ.get("TOPOFOAM_SLURMCTLD_PORT", 6817))
         self.slurmd_port = slurmd_port or int(os.environ.get("TOPOFOAM_SLURMD_PORT", 6818))
@@ -185,8 +195,9 @@ class LocalSlurm:
         # munged needs execute permission for all on every folder above its socket; a clone
         # under a private home (e.g. /root, mode 0700) fails that, so the socket lives in /run.
         tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:12]
-        self.munge_socket = Path(os.environ.get("TOPOFOAM_MUNGE_DIR", "/run/topofoam-munge"),
-                                 tag, "munge.socket")
+        self.munge_socket = Path(
+            os.environ.get("TOPOFOAM_MUNGE_DIR", "/run/topofoam-munge"), tag, "munge.socket"
+        )
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -232,9 +243,15 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
     def _commands(self) -> dict[str, list[str]]:
         r = self.root
         return {
-            "munged": ["munged", "-F", f"--socket={self.munge_socket}",
-                       f"--key-file={r}/munge/munge.key", f"--pid-file={r}/pids/munged.pid.munge",
-                       f"--seed-file={r}/munge/munged.seed", f"--log-file={r}/log/munged.log"],
+            "munged": [
+                "munged",
+                "-F",
+                f"--socket={self.munge_socket}",
+                f"--key-file={r}/munge/munge.key",
+                f"--pid-file={r}/pids/munged.pid.munge",
+                f"--seed-file={r}/munge/munged.seed",
+                f"--log-file={r}/log/munged.log",
+            ],
             "slurmctld": ["slurmctld", "-D", "-c", "-f", str(self.conf)],
             "slurmd": ["slurmd", "-D", "-f", str(self.conf), "-N", self.hostname],
         }
@@ -262,8 +279,14 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
 
     def _spawn(self, name: str, argv: list[str]) -> int:
         log = open(self.log_dir / f"{name}.out", "ab")
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, env=self.client_env())
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env=self.client_env(),
+        )
         log.close()
         self._procs[name] = proc
         self._pidfile(name).write_text(f"{proc.pid}\n")
@@ -275,18 +298,22 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
 
     def _check_can_start(self) -> None:
         if os.geteuid() != 0:
-            raise SlurmError("not root -- the local Slurm daemons run as root; "
-                             "run as root (or with sudo), or use the 'cpu' partition only")
+            raise SlurmError(
+                "not root -- the local Slurm daemons run as root; "
+                "run as root (or with sudo), or use the 'cpu' partition only"
+            )
         for tool in ("munged", "mungekey", "slurmctld", "slurmd", "sinfo"):
             if shutil.which(tool) is None:
-                raise SlurmError(f"{tool} not found -- run ./bench setup "
-                                 "(packages slurm-wlm, munge)")
+                raise SlurmError(
+                    f"{tool} not found -- run ./bench setup (packages slurm-wlm, munge)"
+                )
         for port, what in ((self.ctld_port, "slurmctld"), (self.slurmd_port, "slurmd")):
             if port_in_use(port):
                 raise SlurmError(
                     f"port {port} for {what} is already in use (another Slurm on this machine?) "
                     f"-- stop it, or choose free ports with TOPOFOAM_SLURMCTLD_PORT and "
-                    f"TOPOFOAM_SLURMD_PORT")
+                    f"TOPOFOAM_SLURMD_PORT"
+                )
 
     def start(self, timeout: float = 60.0) -> None:
         """Start munged, slurmctld and slurmd (those not already running) and wait for idle."""
@@ -301,18 +328,21 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         self.write_config()
         key = self.root / "munge" / "munge.key"
         if not key.exists():
-            subprocess.run(["mungekey", "--create", f"--keyfile={key}", "--bits=1024"],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["mungekey", "--create", f"--keyfile={key}", "--bits=1024"],
+                check=True,
+                capture_output=True,
+            )
         key.chmod(0o400)
         for stale in self.munge_socket.parent.glob("munge.socket*"):
             stale.unlink()
         commands = self._commands()
         self._spawn("munged", commands["munged"])
-        self._wait_for(lambda: self.munge_socket.exists(), 10, "munged",
-                       self.log_dir / "munged.out")
+        self._wait_for(
+            lambda: self.munge_socket.exists(), 10, "munged", self.log_dir / "munged.out"
+        )
         self._spawn("slurmctld", commands["slurmctld"])
-        self._wait_for(self._controller_answers, 20, "slurmctld",
-                       self.log_dir / "slurmctld.log")
+        self._wait_for(self._controller_answers, 20, "slurmctld", self.log_dir / "slurmctld.log")
         self._spawn("slurmd", commands["slurmd"])
         self.wait_idle(timeout)
 
@@ -337,8 +367,9 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         while time.monotonic() < deadline:
             missing = [d for d in DAEMONS if self._exited(d)]
             if missing:
-                log = self.log_dir / (f"slurmd-{self.hostname}.log"
-                                      if missing[0] == "slurmd" else f"{missing[0]}.log")
+                log = self.log_dir / (
+                    f"slurmd-{self.hostname}.log" if missing[0] == "slurmd" else f"{missing[0]}.log"
+                )
                 self.stop()
                 raise SlurmError(f"{missing[0]} exited -- see {log}; its last lines:\n{tail(log)}")
             states = self.sinfo_states()
@@ -347,8 +378,10 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
             time.sleep(0.3)
         self.stop()
         log = self.log_dir / f"slurmd-{self.hostname}.log"
-        raise SlurmError(f"the node did not become idle within {timeout:.0f} s (state: {states}) "
-                         f"-- see {log}; its last lines:\n{tail(log)}")
+        raise SlurmError(
+            f"the node did not become idle within {timeout:.0f} s (state: {states}) "
+            f"-- see {log}; its last lines:\n{tail(log)}"
+        )
 
     def stop(self, timeout: float = 15.0) -> list[str]:
         """Stop the daemons we started, slurmd first; returns the names that were stopped."""

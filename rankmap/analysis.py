@@ -16,8 +16,9 @@ from rankmap.topology import LEVELS
 LATENCY_CSV = Path(__file__).with_name("p2p_latency_us.csv")
 
 
-def cost_vector(system: str = "vsc5", size: int = 1000,
-                table: Path | str | None = None) -> list[float]:
+def cost_vector(
+    system: str = "vsc5", size: int = 1000, table: Path | str | None = None
+) -> list[float]:
     """Round-trip time in us per level for ``system`` at ``size`` scalars, from ``table`` (the
     format of seed 000 Table 2, p2p_latency_us.csv, which is the default; the p2p check's
     measurements convert to it); a level a system lacks takes the next faster level's time
@@ -35,17 +36,21 @@ def cost_vector(system: str = "vsc5", size: int = 1000,
                 try:
                     last = float(row[level]) if row.get(level) else last
                 except ValueError:
-                    raise InputError(f"{table}: {level} of {system} at {size} is "
-                                     f"'{row[level]}', not a number") from None
+                    raise InputError(
+                        f"{table}: {level} of {system} at {size} is '{row[level]}', not a number"
+                    ) from None
                 costs.append(last)
             return costs
     have = sorted({(r.get("system"), r.get("size")) for r in rows})
-    raise InputError(f"no latency row for {system} at size {size} in {table}; have {have} "
-                     f"-- choose --cost-system/--cost-size from those")
+    raise InputError(
+        f"no latency row for {system} at size {size} in {table}; have {have} "
+        f"-- choose --cost-system/--cost-size from those"
+    )
 
 
-def analyze(graph: CommGraph, placement: Placement, costs: list[float],
-            seconds: float | None = None) -> dict:
+def analyze(
+    graph: CommGraph, placement: Placement, costs: list[float], seconds: float | None = None
+) -> dict:
     u, v, w = graph.edges()
     level = placement.level_between(u, v)
     volume = [int(w[level == lv].sum()) for lv in range(len(LEVELS))]
@@ -64,8 +69,11 @@ def analyze(graph: CommGraph, placement: Placement, costs: list[float],
         "halo_share": {lv: vol / total for lv, vol in zip(LEVELS, volume)},
         "hop_bytes": float(np.dot(volume, costs)),
         "max_inter_node_volume": int(inter_node.max()) if graph.n else 0,
-        "neighbours": {"min": int(degree.min()), "mean": float(degree.mean()),
-                       "max": int(degree.max())},
+        "neighbours": {
+            "min": int(degree.min()),
+            "mean": float(degree.mean()),
+            "max": int(degree.max()),
+        },
         "tree_edges": {
             "openfoam": dict(zip(LEVELS, stock.edges_per_level())),
             "hierarchical": dict(zip(LEVELS, ours.edges_per_level())),
@@ -77,8 +85,12 @@ def analyze(graph: CommGraph, placement: Placement, costs: list[float],
 
 def table(results: list[dict]) -> str:
     """A fixed-width table of the analyses, one column per placement."""
-    short = {"intra_numa_node": "intra-NUMA", "inter_numa_node": "inter-NUMA",
-             "inter_numa_domain": "inter-domain", "inter_node": "inter-node"}
+    short = {
+        "intra_numa_node": "intra-NUMA",
+        "inter_numa_node": "inter-NUMA",
+        "inter_numa_domain": "inter-domain",
+        "inter_node": "inter-node",
+    }
     rows = [("", [r["placement"] for r in results])]
     for lv in LEVELS:
         rows.append((f"halo {short[lv]} %", [f"{100 * r['halo_share'][lv]:.1f}" for r in results]))
@@ -86,12 +98,24 @@ def table(results: list[dict]) -> str:
     rows.append(("max inter-node faces/rank", [str(r["max_inter_node_volume"]) for r in results]))
     rows.append(("hop-bytes (faces*us)", [f"{r['hop_bytes']:.0f}" for r in results]))
     for tree in ("openfoam", "hierarchical"):
-        rows.append((f"{tree} tree edges by level",
-                     ["/".join(str(r["tree_edges"][tree][lv]) for lv in LEVELS) for r in results]))
-    rows.append(("mapping time s", [f"{r['mapping_seconds']:.2f}" if r["mapping_seconds"]
-                                    is not None else "-" for r in results]))
+        rows.append(
+            (
+                f"{tree} tree edges by level",
+                ["/".join(str(r["tree_edges"][tree][lv]) for lv in LEVELS) for r in results],
+            )
+        )
+    rows.append(
+        (
+            "mapping time s",
+            [
+                f"{r['mapping_seconds']:.2f}" if r["mapping_seconds"] is not None else "-"
+                for r in results
+            ],
+        )
+    )
     width = max(len(label) for label, _ in rows)
     cols = [max(len(row[1][i]) for row in rows) for i in range(len(results))]
-    return "\n".join(label.ljust(width) + "  " +
-                     "  ".join(cell.rjust(c) for cell, c in zip(cells, cols))
-                     for label, cells in rows)
+    return "\n".join(
+        label.ljust(width) + "  " + "  ".join(cell.rjust(c) for cell, c in zip(cells, cols))
+        for label, cells in rows
+    )

@@ -33,8 +33,12 @@ CASES = {
     "cavity3D": ("incompressible/icoFoam/cavity/cavity", (64, 64, 64)),
 }
 PARTS = (768, 1280)
-COSTS = {"vsc5": ("vsc5", 1000), "hpc2": ("hpc2", 1000), "oci-nps1": ("vsc5", 1000),
-         "oci-nps2": ("vsc5", 1000)}
+COSTS = {
+    "vsc5": ("vsc5", 1000),
+    "hpc2": ("hpc2", 1000),
+    "oci-nps1": ("vsc5", 1000),
+    "oci-nps2": ("vsc5", 1000),
+}
 
 
 def timed_map(g: graph.CommGraph, machine, nodes: int) -> dict:
@@ -43,16 +47,24 @@ def timed_map(g: graph.CommGraph, machine, nodes: int) -> dict:
     t1 = time.perf_counter()
     schedule = hierarchical(placement)
     t2 = time.perf_counter()
-    return {"ranks": g.n, "nodes": nodes, "placement_s": t1 - t0, "schedule_s": t2 - t1,
-            "total_s": t2 - t0, "inter_node_edges": schedule.edges_per_level()[3]}
+    return {
+        "ranks": g.n,
+        "nodes": nodes,
+        "placement_s": t1 - t0,
+        "schedule_s": t2 - t1,
+        "total_s": t2 - t0,
+        "inter_node_edges": schedule.edges_per_level()[3],
+    }
 
 
 def speed_large() -> dict:
     """131,072 ranks on 1,024 VSC-5 nodes, in a child process so its peak memory is its own."""
-    code = ("import json, resource; from rankmap import bench, graph, topology; "
-            "r = bench.timed_map(graph.grid(64, 64, 32), topology.load('vsc5'), 1024); "
-            "r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
-            "print(json.dumps(r))")
+    code = (
+        "import json, resource; from rankmap import bench, graph, topology; "
+        "r = bench.timed_map(graph.grid(64, 64, 32), topology.load('vsc5'), 1024); "
+        "r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
+        "print(json.dumps(r))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"the 131,072-rank run failed:\n{done.stderr[-2000:]}")
@@ -99,23 +111,34 @@ def quality(cache: Path) -> list[dict]:
     rows = []
     for case in CASES:
         for parts in PARTS:
-            print(f"bench: preparing {case} with {parts} parts (cached in {cache})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"bench: preparing {case} with {parts} parts (cached in {cache})",
+                file=sys.stderr,
+                flush=True,
+            )
             g = graph.from_cell_dist(decomposition(case, parts, cache))
             for preset in topology.PRESETS:
                 machine = topology.load(preset)
                 nodes = node_count(parts, machine)
                 costs = analysis.cost_vector(*COSTS[preset])
-                row = {"case": case, "parts": parts, "machine": preset, "nodes": nodes,
-                       "ranks_per_node": parts // nodes}
+                row = {
+                    "case": case,
+                    "parts": parts,
+                    "machine": preset,
+                    "nodes": nodes,
+                    "ranks_per_node": parts // nodes,
+                }
                 for name in ("block", "scotch-tleaf", "rankmap"):
                     t0 = time.perf_counter()
                     placement = mapping.place(name, g, machine, nodes)
                     seconds = time.perf_counter() - t0
                     placement.check()
                     a = analysis.analyze(g, placement, costs, seconds)
-                    row[name] = {"inter_node": a["halo_volume"]["inter_node"],
-                                 "hop_bytes": a["hop_bytes"], "seconds": seconds}
+                    row[name] = {
+                        "inter_node": a["halo_volume"]["inter_node"],
+                        "hop_bytes": a["hop_bytes"],
+                        "seconds": seconds,
+                    }
                 row["kahip_node_cut"] = kahip_node_cut(g, nodes)
                 rows.append(row)
                 print(f"bench: {case} {parts} on {preset}: done", file=sys.stderr, flush=True)
@@ -123,44 +146,57 @@ def quality(cache: Path) -> list[dict]:
 
 
 def print_quality(rows: list[dict]) -> None:
-    head = (f"{'case':10} {'parts':>5} {'machine':9} {'nodes':>5}  "
-            f"{'inter-node faces: block':>23} {'tleaf':>7} {'rankmap':>7} {'KaHIP':>7} "
-            f"{'vs KaHIP':>8}   {'hop-bytes: block':>16} {'tleaf':>9} {'rankmap':>9}  ok")
+    head = (
+        f"{'case':10} {'parts':>5} {'machine':9} {'nodes':>5}  "
+        f"{'inter-node faces: block':>23} {'tleaf':>7} {'rankmap':>7} {'KaHIP':>7} "
+        f"{'vs KaHIP':>8}   {'hop-bytes: block':>16} {'tleaf':>9} {'rankmap':>9}  ok"
+    )
     print(head)
     for r in rows:
         ours = r["rankmap"]
         vs_kahip = ours["inter_node"] / r["kahip_node_cut"] - 1 if r["kahip_node_cut"] else 0.0
-        ok = (ours["inter_node"] <= min(r["block"]["inter_node"], r["scotch-tleaf"]["inter_node"])
-              and ours["hop_bytes"] <= min(r["block"]["hop_bytes"],
-                                           r["scotch-tleaf"]["hop_bytes"]) and vs_kahip <= 0.05)
+        ok = (
+            ours["inter_node"] <= min(r["block"]["inter_node"], r["scotch-tleaf"]["inter_node"])
+            and ours["hop_bytes"] <= min(r["block"]["hop_bytes"], r["scotch-tleaf"]["hop_bytes"])
+            and vs_kahip <= 0.05
+        )
         r["meets_targets"] = ok
-        print(f"{r['case']:10} {r['parts']:5} {r['machine']:9} {r['nodes']:5}  "
-              f"{r['block']['inter_node']:23} {r['scotch-tleaf']['inter_node']:7} "
-              f"{ours['inter_node']:7} {r['kahip_node_cut']:7} {100 * vs_kahip:+7.1f}%   "
-              f"{r['block']['hop_bytes']:16.0f} {r['scotch-tleaf']['hop_bytes']:9.0f} "
-              f"{ours['hop_bytes']:9.0f}  {'yes' if ok else 'NO'}")
+        print(
+            f"{r['case']:10} {r['parts']:5} {r['machine']:9} {r['nodes']:5}  "
+            f"{r['block']['inter_node']:23} {r['scotch-tleaf']['inter_node']:7} "
+            f"{ours['inter_node']:7} {r['kahip_node_cut']:7} {100 * vs_kahip:+7.1f}%   "
+            f"{r['block']['hop_bytes']:16.0f} {r['scotch-tleaf']['hop_bytes']:9.0f} "
+            f"{ours['hop_bytes']:9.0f}  {'yes' if ok else 'NO'}"
+        )
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m rankmap.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m rankmap.bench", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--json", help="also write the figures as JSON")
     p.add_argument("--quick", action="store_true", help="only the 1,280-rank timing")
     args = p.parse_args(argv)
 
     from topofoam import paths
+
     cache = paths.cache_dir() / "rankmap-bench"
     cache.mkdir(parents=True, exist_ok=True)
     out: dict = {}
     small = timed_map(graph.grid(16, 16, 5), topology.load("vsc5"), 10)
     out["speed_1280"] = small
-    print(f"speed: 1,280 ranks on 10 VSC-5 nodes: placement {small['placement_s']:.2f} s + "
-          f"schedule {small['schedule_s']:.2f} s = {small['total_s']:.2f} s (target <= 1 s)")
+    print(
+        f"speed: 1,280 ranks on 10 VSC-5 nodes: placement {small['placement_s']:.2f} s + "
+        f"schedule {small['schedule_s']:.2f} s = {small['total_s']:.2f} s (target <= 1 s)"
+    )
     if not args.quick:
         large = speed_large()
         out["speed_131072"] = large
-        print(f"speed: 131,072 ranks on 1,024 VSC-5 nodes: placement {large['placement_s']:.1f} s"
-              f" + schedule {large['schedule_s']:.1f} s = {large['total_s']:.1f} s, peak memory "
-              f"{large['peak_rss_mib']:.0f} MiB (targets <= 30 s, <= 4096 MiB)")
+        print(
+            f"speed: 131,072 ranks on 1,024 VSC-5 nodes: placement {large['placement_s']:.1f} s"
+            f" + schedule {large['schedule_s']:.1f} s = {large['total_s']:.1f} s, peak memory "
+            f"{large['peak_rss_mib']:.0f} MiB (targets <= 30 s, <= 4096 MiB)"
+        )
         rows = quality(cache)
         print_quality(rows)
         out["quality"] = rows

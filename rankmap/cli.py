@@ -34,8 +34,9 @@ def load_graph(spec: str) -> graph.CommGraph:
         return graph.grid(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
     path = Path(spec)
     if not path.is_dir():
-        raise InputError(f"case directory {path} does not exist -- give a decomposed case "
-                         f"or grid:NXxNYxNZ")
+        raise InputError(
+            f"case directory {path} does not exist -- give a decomposed case or grid:NXxNYxNZ"
+        )
     return graph.from_case(path)
 
 
@@ -44,19 +45,23 @@ def slurm_hosts() -> list[str] | None:
     nodelist = os.environ.get("SLURM_JOB_NODELIST")
     if not nodelist:
         return None
-    done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True
+    )
     if done.returncode != 0:
-        raise InputError(f"'scontrol show hostnames {nodelist}' failed: {done.stderr.strip()} "
-                         f"-- give the hosts with --hosts")
+        raise InputError(
+            f"'scontrol show hostnames {nodelist}' failed: {done.stderr.strip()} "
+            f"-- give the hosts with --hosts"
+        )
     return done.stdout.split()
 
 
 def hosts_for(args, nodes: int) -> list[str]:
     hosts = args.hosts.split(",") if args.hosts else slurm_hosts()
     if hosts is None:
-        raise InputError("no hosts: run inside a Slurm allocation (SLURM_JOB_NODELIST) or give "
-                         "--hosts h1,h2,...")
+        raise InputError(
+            "no hosts: run inside a Slurm allocation (SLURM_JOB_NODELIST) or give --hosts h1,h2,..."
+        )
     if len(hosts) < nodes:
         raise InputError(f"{nodes} nodes need {nodes} hosts, got {len(hosts)}: {hosts}")
     return hosts[:nodes]
@@ -69,8 +74,9 @@ def _progress(done: int, total: int) -> None:
 
 def _place(name, g, machine, nodes, args):
     t0 = time.perf_counter()
-    placement = mapping.place(name, g, machine, nodes, args.seed, progress=_progress,
-                              partitioner=args.partitioner)
+    placement = mapping.place(
+        name, g, machine, nodes, args.seed, progress=_progress, partitioner=args.partitioner
+    )
     return placement, time.perf_counter() - t0
 
 
@@ -93,9 +99,11 @@ def cmd_map(args) -> int:
     (out / "analysis.json").write_text(json.dumps(result, indent=1))
     print(f"rankmap: {g.n} ranks on {nodes} x {machine.describe()}")
     print(analysis.table(result))
-    print(f"rankmap: wrote {out}/rankfile (mpirun -rf, or --map-by rankfile:file=), "
-          f"slurm.hostfile, slurm.cpu_bind, srun.cpu_bind, bind_rank, reductionSchedule, "
-          f"reductionSchedule.block, analysis.json")
+    print(
+        f"rankmap: wrote {out}/rankfile (mpirun -rf, or --map-by rankfile:file=), "
+        f"slurm.hostfile, slurm.cpu_bind, srun.cpu_bind, bind_rank, reductionSchedule, "
+        f"reductionSchedule.block, analysis.json"
+    )
     return 0
 
 
@@ -105,8 +113,10 @@ def cmd_schedule(args) -> int:
     schedule = hierarchical(placement)
     scheduledict.write(schedule, Path(args.out), args.placement)
     per_level = "/".join(map(str, schedule.edges_per_level()))
-    print(f"rankmap: wrote {args.out}: {schedule.n} ranks, edges by level "
-          f"(intra-NUMA/inter-NUMA/inter-domain/inter-node) {per_level}, depth {schedule.depth()}")
+    print(
+        f"rankmap: wrote {args.out}: {schedule.n} ranks, edges by level "
+        f"(intra-NUMA/inter-NUMA/inter-domain/inter-node) {per_level}, depth {schedule.depth()}"
+    )
     return 0
 
 
@@ -117,8 +127,7 @@ def cmd_analyze(args) -> int:
     for name in args.placement.split(","):
         placement, seconds = _place(name, g, machine, args.nodes, args)
         results.append(analysis.analyze(g, placement, costs, seconds))
-    print(f"rankmap: {g.n} ranks on {args.nodes} x {machine.describe()}; "
-          f"costs us/level {costs}")
+    print(f"rankmap: {g.n} ranks on {args.nodes} x {machine.describe()}; costs us/level {costs}")
     print(analysis.table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
@@ -131,23 +140,37 @@ def parser() -> argparse.ArgumentParser:
 
     def common(sp):
         sp.add_argument("case", help="decomposed case folder, or grid:NXxNYxNZ")
-        sp.add_argument("--topology", required=True,
-                        help=f"preset ({', '.join(topology.PRESETS)}), 'local', hwloc XML file, "
-                             f"or synthetic description")
+        sp.add_argument(
+            "--topology",
+            required=True,
+            help=f"preset ({', '.join(topology.PRESETS)}), 'local', hwloc XML file, "
+            f"or synthetic description",
+        )
         sp.add_argument("--nodes", type=int, required=True)
         sp.add_argument("--seed", type=int, default=1, help="partitioner random seed")
-        sp.add_argument("--partitioner", default="scotch", choices=mapping.PARTITIONERS,
-                        help="partitioner for each level of the hierarchy (default scotch)")
+        sp.add_argument(
+            "--partitioner",
+            default="scotch",
+            choices=mapping.PARTITIONERS,
+            help="partitioner for each level of the hierarchy (default scotch)",
+        )
         sp.add_argument("--cost-system", default="vsc5", help="latency table row (vsc5, hpc2)")
         sp.add_argument("--cost-size", type=int, default=1000, help="message size in the table")
-        sp.add_argument("--cost-table", help="latency table in seed 000's format (default: its "
-                        "Table 2; python -m topofoam.p2p writes one from the p2p check)")
+        sp.add_argument(
+            "--cost-table",
+            help="latency table in seed 000's format (default: its "
+            "Table 2; python -m topofoam.p2p writes one from the p2p check)",
+        )
 
     m = sub.add_parser("map", help="rankmap placement + launcher files + schedules")
     common(m)
-    m.add_argument("--placement", default="rankmap", choices=mapping.PLACEMENTS[:3],
-                   help="the placement the launcher files and reductionSchedule are for "
-                        "(default rankmap); reductionSchedule.block is always written")
+    m.add_argument(
+        "--placement",
+        default="rankmap",
+        choices=mapping.PLACEMENTS[:3],
+        help="the placement the launcher files and reductionSchedule are for "
+        "(default rankmap); reductionSchedule.block is always written",
+    )
     m.add_argument("--hosts", help="comma-separated hostnames (default: the Slurm allocation)")
     m.add_argument("--out", required=True, help="output folder")
     m.set_defaults(func=cmd_map)
@@ -158,8 +181,11 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_schedule)
     a = sub.add_parser("analyze", help="communication per hardware level of placements")
     common(a)
-    a.add_argument("--placement", default="block,cyclic,rankmap",
-                   help=f"comma-separated, from {', '.join(mapping.PLACEMENTS)}")
+    a.add_argument(
+        "--placement",
+        default="block,cyclic,rankmap",
+        help=f"comma-separated, from {', '.join(mapping.PLACEMENTS)}",
+    )
     a.add_argument("--json", help="also write the analysis as JSON")
     a.set_defaults(func=cmd_analyze)
     return p

@@ -17,9 +17,9 @@ from rankmap.errors import InputError
 class CommGraph:
     """Symmetric weighted graph in CSR form (SCOTCH's layout, base 0, 32-bit)."""
 
-    xadj: np.ndarray      # int32, n+1
-    adjncy: np.ndarray    # int32, arcs
-    adjwgt: np.ndarray    # int32, arcs
+    xadj: np.ndarray  # int32, n+1
+    adjncy: np.ndarray  # int32, arcs
+    adjwgt: np.ndarray  # int32, arcs
     source: str = ""
 
     @property
@@ -71,9 +71,12 @@ class CommGraph:
         pieces = []
         for p in range(nparts):
             lo, hi = bounds[p], bounds[p + 1]
-            pieces.append((members[starts[p]:starts[p + 1]],
-                           CommGraph.from_arcs(int(counts[p]), local[u[lo:hi]], local[v[lo:hi]],
-                                               w[lo:hi])))
+            pieces.append(
+                (
+                    members[starts[p] : starts[p + 1]],
+                    CommGraph.from_arcs(int(counts[p]), local[u[lo:hi]], local[v[lo:hi]], w[lo:hi]),
+                )
+            )
         return pieces
 
     def check_symmetric(self) -> None:
@@ -82,10 +85,13 @@ class CommGraph:
         fwd = dict(zip(zip(u.tolist(), v.tolist()), w.tolist()))
         bad = [(a, b, f, fwd.get((b, a), 0)) for (a, b), f in fwd.items() if fwd.get((b, a)) != f]
         if bad:
-            shown = "; ".join(f"processor{a}->processor{b}: {f} faces, back: {r}"
-                              for a, b, f, r in bad[:5])
-            raise InputError(f"{self.source}: {len(bad)} asymmetric processor patch(es): {shown} "
-                             f"-- the decomposition is inconsistent: run decomposePar -force again")
+            shown = "; ".join(
+                f"processor{a}->processor{b}: {f} faces, back: {r}" for a, b, f, r in bad[:5]
+            )
+            raise InputError(
+                f"{self.source}: {len(bad)} asymmetric processor patch(es): {shown} "
+                f"-- the decomposition is inconsistent: run decomposePar -force again"
+            )
 
 
 def from_processor_dirs(case: Path) -> CommGraph:
@@ -93,16 +99,23 @@ def from_processor_dirs(case: Path) -> CommGraph:
     from foamlib import FoamFile
 
     case = Path(case)
-    dirs = {int(m.group(1)): p for p in case.glob("processor*")
-            if (m := re.fullmatch(r"processor(\d+)", p.name))}
+    dirs = {
+        int(m.group(1)): p
+        for p in case.glob("processor*")
+        if (m := re.fullmatch(r"processor(\d+)", p.name))
+    }
     if not dirs:
-        raise InputError(f"{case}: no processor* folders -- decompose the case first "
-                         f"(decomposePar), or give the cell distribution with --cell-dist")
+        raise InputError(
+            f"{case}: no processor* folders -- decompose the case first "
+            f"(decomposePar), or give the cell distribution with --cell-dist"
+        )
     n = max(dirs) + 1
     missing = sorted(set(range(n)) - set(dirs))
     if missing:
-        raise InputError(f"{case}: processor folders missing: {_ranges(missing)} of 0-{n - 1} "
-                         f"-- the decomposition is partial: run decomposePar -force again")
+        raise InputError(
+            f"{case}: processor folders missing: {_ranges(missing)} of 0-{n - 1} "
+            f"-- the decomposition is partial: run decomposePar -force again"
+        )
     u, v, w = [], [], []
     for proc in range(n):
         if n >= 512 and proc and proc % (n // 10) == 0:
@@ -111,19 +124,26 @@ def from_processor_dirs(case: Path) -> CommGraph:
         try:
             patches = FoamFile(boundary)[None]
         except FileNotFoundError:
-            raise InputError(f"{boundary} is missing -- the decomposition is partial: "
-                             f"run decomposePar -force again") from None
+            raise InputError(
+                f"{boundary} is missing -- the decomposition is partial: "
+                f"run decomposePar -force again"
+            ) from None
         except Exception as e:
-            raise InputError(f"{boundary}: cannot read it ({e}) -- run decomposePar -force "
-                             f"again") from None
+            raise InputError(
+                f"{boundary}: cannot read it ({e}) -- run decomposePar -force again"
+            ) from None
         for name, patch in patches:
-            if not isinstance(patch, dict) or patch.get("type") not in ("processor",
-                                                                        "processorCyclic"):
+            if not isinstance(patch, dict) or patch.get("type") not in (
+                "processor",
+                "processorCyclic",
+            ):
                 continue
             nb = patch.get("neighbProcNo")
             if not isinstance(nb, int) or not 0 <= nb < n or nb == proc:
-                raise InputError(f"{boundary}: patch {name} has neighbProcNo {nb}, not a "
-                                 f"processor in 0-{n - 1} -- run decomposePar -force again")
+                raise InputError(
+                    f"{boundary}: patch {name} has neighbProcNo {nb}, not a "
+                    f"processor in 0-{n - 1} -- run decomposePar -force again"
+                )
             u.append(proc)
             v.append(nb)
             w.append(int(patch.get("nFaces", 0)))
@@ -153,17 +173,22 @@ def from_cell_dist(case: Path) -> CommGraph:
         elif field.is_file():
             dist = np.rint(np.asarray(FoamFieldFile(field).internal_field)).astype(np.int64)
         else:
-            raise InputError(f"{case}: no constant/cellDecomposition or 0/cellDist -- write one "
-                             f"with 'decomposePar -dry-run -cellDist'")
+            raise InputError(
+                f"{case}: no constant/cellDecomposition or 0/cellDist -- write one "
+                f"with 'decomposePar -dry-run -cellDist'"
+            )
         owner = np.asarray(FoamFile(mesh / "owner")[None], dtype=np.int64)
         neighbour = np.asarray(FoamFile(mesh / "neighbour")[None], dtype=np.int64)
         patches = FoamFile(mesh / "boundary")[None]
     except FileNotFoundError as e:
-        raise InputError(f"{e.filename} is missing -- the case needs its mesh "
-                         f"(constant/polyMesh)") from None
+        raise InputError(
+            f"{e.filename} is missing -- the case needs its mesh (constant/polyMesh)"
+        ) from None
     if dist.ndim != 1 or len(dist) <= owner.max():
-        raise InputError(f"{case}: the cell distribution has {dist.size} cells, the mesh "
-                         f"{owner.max() + 1} -- write it again for this mesh")
+        raise InputError(
+            f"{case}: the cell distribution has {dist.size} cells, the mesh "
+            f"{owner.max() + 1} -- write it again for this mesh"
+        )
     n = int(dist.max()) + 1
     internal = len(neighbour)
     a, b = dist[owner[:internal]], dist[neighbour]
@@ -173,13 +198,18 @@ def from_cell_dist(case: Path) -> CommGraph:
         if patch.get("type") != "cyclic" or "neighbourPatch" not in patch:
             continue
         other = by_name[patch["neighbourPatch"]]
-        start, size, nb_start = int(patch["startFace"]), int(patch["nFaces"]), int(other["startFace"])
-        us.append(dist[owner[start:start + size]])
-        vs.append(dist[owner[nb_start:nb_start + size]])
+        start, size, nb_start = (
+            int(patch["startFace"]),
+            int(patch["nFaces"]),
+            int(other["startFace"]),
+        )
+        us.append(dist[owner[start : start + size]])
+        vs.append(dist[owner[nb_start : nb_start + size]])
     u, v = np.concatenate(us), np.concatenate(vs)
     cut = u != v
-    return CommGraph.from_arcs(n, u[cut], v[cut], np.ones(int(cut.sum()), dtype=np.int64),
-                               source=str(case))
+    return CommGraph.from_arcs(
+        n, u[cut], v[cut], np.ones(int(cut.sum()), dtype=np.int64), source=str(case)
+    )
 
 
 def from_case(case: Path) -> CommGraph:
@@ -203,8 +233,9 @@ def grid(nx: int, ny: int, nz: int = 1, faces: tuple[int, int, int] = (64, 64, 6
     n = nx * ny * nz
     if not us or sum(len(x) for x in us) == 0:
         return CommGraph.from_arcs(n, [], [], [], source=f"grid {nx}x{ny}x{nz}")
-    return CommGraph.from_arcs(n, np.concatenate(us), np.concatenate(vs), np.concatenate(ws),
-                               source=f"grid {nx}x{ny}x{nz}")
+    return CommGraph.from_arcs(
+        n, np.concatenate(us), np.concatenate(vs), np.concatenate(ws), source=f"grid {nx}x{ny}x{nz}"
+    )
 
 
 def _ranges(values: list[int]) -> str:

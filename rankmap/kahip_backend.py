@@ -15,15 +15,27 @@ from rankmap.graph import CommGraph
 MODES = {"fast": 0, "eco": 1, "strong": 2}
 
 
-def partition(graph: CommGraph, parts: int, *, seed: int = 1, mode: str = "strong",
-              imbalance: float = 0.0) -> np.ndarray:
+def partition(
+    graph: CommGraph, parts: int, *, seed: int = 1, mode: str = "strong", imbalance: float = 0.0
+) -> np.ndarray:
     try:
         import kahip
     except ImportError:
-        raise InputError("the KaHIP partitioner needs the Python package 'kahip' -- "
-                         "pip install kahip (it is in the project's dependencies)") from None
+        raise InputError(
+            "the KaHIP partitioner needs the Python package 'kahip' -- "
+            "pip install kahip (it is in the project's dependencies)"
+        ) from None
     if parts == 1:
         return np.zeros(graph.n, dtype=np.int32)
-    _, blocks = kahip.kaffpa([1] * graph.n, graph.xadj.tolist(), graph.adjwgt.tolist(),
-                             graph.adjncy.tolist(), parts, imbalance, True, seed, MODES[mode])
+    _, blocks = kahip.kaffpa(
+        [1] * graph.n,
+        graph.xadj.tolist(),
+        graph.adjwgt.tolist(),
+        graph.adjncy.tolist(),
+        parts,
+        imbalance,
+        True,
+        seed,
+        MODES[mode],
+    )
     return np.asarray(blocks, dtype=np.int32)

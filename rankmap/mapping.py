@@ -45,8 +45,9 @@ class Placement:
     def level_between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Hardware level (index into topology.LEVELS) of the path between ranks a and b."""
         node, dom, numa = self.node_of, self.domain_of(), self.numa_of()
-        return np.where(node[a] != node[b], 3,
-                        np.where(dom[a] != dom[b], 2, np.where(numa[a] != numa[b], 1, 0)))
+        return np.where(
+            node[a] != node[b], 3, np.where(dom[a] != dom[b], 2, np.where(numa[a] != numa[b], 1, 0))
+        )
 
     def check(self) -> None:
         """One rank per core, and every node holds the same number of ranks."""
@@ -73,7 +74,7 @@ def ranks_per_numa(machine: Node, ppn: int) -> np.ndarray:
 def slots(machine: Node, ppn: int) -> np.ndarray:
     """The cores used when ``ppn`` ranks share a node: the first ones of each NUMA node."""
     counts = ranks_per_numa(machine, ppn)
-    return np.concatenate([machine.numa_cores(n)[:counts[n]] for n in range(machine.n_numa)])
+    return np.concatenate([machine.numa_cores(n)[: counts[n]] for n in range(machine.n_numa)])
 
 
 def layout(graph: CommGraph, machine: Node, nodes: int) -> int:
@@ -81,13 +82,17 @@ def layout(graph: CommGraph, machine: Node, nodes: int) -> int:
     if nodes < 1:
         raise InputError(f"--nodes must be at least 1, not {nodes}")
     if graph.n % nodes:
-        raise InputError(f"{graph.n} ranks do not divide onto {nodes} nodes -- choose a node "
-                         f"count that divides {graph.n}, or decompose into a multiple of it")
+        raise InputError(
+            f"{graph.n} ranks do not divide onto {nodes} nodes -- choose a node "
+            f"count that divides {graph.n}, or decompose into a multiple of it"
+        )
     ppn = graph.n // nodes
     if ppn > machine.cores:
-        raise InputError(f"{graph.n} ranks on {nodes} nodes are {ppn} per node, more than the "
-                         f"{machine.cores} cores of a node ({machine.source}) -- use at least "
-                         f"{-(-graph.n // machine.cores)} nodes")
+        raise InputError(
+            f"{graph.n} ranks on {nodes} nodes are {ppn} per node, more than the "
+            f"{machine.cores} cores of a node ({machine.source}) -- use at least "
+            f"{-(-graph.n // machine.cores)} nodes"
+        )
     return ppn
 
 
@@ -112,8 +117,9 @@ def cyclic(graph: CommGraph, machine: Node, nodes: int) -> Placement:
     return Placement("cyclic", ranks // ppn, np.asarray(order)[ranks % ppn], machine, nodes)
 
 
-def partition(graph: CommGraph, sizes: list[int], seed: int = 1,
-              partitioner: str = "scotch") -> np.ndarray:
+def partition(
+    graph: CommGraph, sizes: list[int], seed: int = 1, partitioner: str = "scotch"
+) -> np.ndarray:
     """Part of each vertex, parts of exactly ``sizes`` vertices, with the least cut we find.
 
     Two candidates, each made exact and refined by balance-keeping swaps: the partitioner's
@@ -126,15 +132,17 @@ def partition(graph: CommGraph, sizes: list[int], seed: int = 1,
     elif partitioner == "scotch":
         parts = scotch.map_weighted(graph, sizes, seed=seed)
     else:
-        raise InputError(f"unknown partitioner '{partitioner}' -- choose from "
-                         f"{', '.join(PARTITIONERS)}")
+        raise InputError(
+            f"unknown partitioner '{partitioner}' -- choose from {', '.join(PARTITIONERS)}"
+        )
     found = refine(graph, enforce_sizes(graph, parts, sizes))
     contiguous = refine(graph, np.repeat(np.arange(len(sizes)), sizes))
     return found if cut(graph, found) <= cut(graph, contiguous) else contiguous
 
 
-def _split(sub: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int,
-           partitioner: str) -> list[tuple[np.ndarray, CommGraph]]:
+def _split(
+    sub: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int, partitioner: str
+) -> list[tuple[np.ndarray, CommGraph]]:
     """``vertices`` (ascending; ``sub`` is their induced graph) split into parts of exactly
     ``sizes``: each part's vertices and subgraph, ordered by their lowest vertex among parts of
     the same size (so a remainder part keeps its slot)."""
@@ -142,8 +150,10 @@ def _split(sub: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int,
         return [(vertices, sub)]
     parts = partition(sub, sizes, seed, partitioner)
     pieces = [(vertices[local], g) for local, g in sub.split(parts, len(sizes))]
-    order = sorted(range(len(sizes)), key=lambda p: pieces[p][0][0] if len(pieces[p][0]) else
-                   np.iinfo(np.int64).max)
+    order = sorted(
+        range(len(sizes)),
+        key=lambda p: pieces[p][0][0] if len(pieces[p][0]) else np.iinfo(np.int64).max,
+    )
     slots_by_size: dict[int, list[int]] = {}
     for slot, size in enumerate(sizes):
         slots_by_size.setdefault(size, []).append(slot)
@@ -153,8 +163,14 @@ def _split(sub: CommGraph, vertices: np.ndarray, sizes: list[int], seed: int,
     return placed
 
 
-def hierarchical(graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
-                 progress=None, partitioner: str = "scotch") -> Placement:
+def hierarchical(
+    graph: CommGraph,
+    machine: Node,
+    nodes: int,
+    seed: int = 1,
+    progress=None,
+    partitioner: str = "scotch",
+) -> Placement:
     """Seed 000's placement: node, then NUMA domain, then NUMA node, each by SCOTCH."""
     ppn = layout(graph, machine, nodes)
     per_numa = ranks_per_numa(machine, ppn)
@@ -163,16 +179,19 @@ def hierarchical(graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
     node_of = np.zeros(graph.n, dtype=np.int64)
     core_of = np.zeros(graph.n, dtype=np.int64)
     everything = np.arange(graph.n, dtype=np.int64)
-    for node, (ranks, node_graph) in enumerate(_split(graph, everything, [ppn] * nodes, seed,
-                                                     partitioner)):
+    for node, (ranks, node_graph) in enumerate(
+        _split(graph, everything, [ppn] * nodes, seed, partitioner)
+    ):
         node_of[ranks] = node
-        for d, (dranks, domain_graph) in enumerate(_split(node_graph, ranks, per_domain, seed,
-                                                          partitioner)):
+        for d, (dranks, domain_graph) in enumerate(
+            _split(node_graph, ranks, per_domain, seed, partitioner)
+        ):
             numas = domains[d]
             sizes = [int(per_numa[n]) for n in numas]
-            for numa, (nranks, _) in zip(numas, _split(domain_graph, dranks, sizes, seed,
-                                                       partitioner)):
-                core_of[nranks] = machine.numa_cores(numa)[:len(nranks)]
+            for numa, (nranks, _) in zip(
+                numas, _split(domain_graph, dranks, sizes, seed, partitioner)
+            ):
+                core_of[nranks] = machine.numa_cores(numa)[: len(nranks)]
         if progress:
             progress(node + 1, nodes)
     return Placement("rankmap", node_of, core_of, machine, nodes)
@@ -183,12 +202,13 @@ def scotch_tleaf(graph: CommGraph, machine: Node, nodes: int, seed: int = 1) -> 
     ppn = layout(graph, machine, nodes)
     per_numa = ranks_per_numa(machine, ppn)
     if len(set(per_numa.tolist())) != 1:
-        raise InputError(f"the scotch-tleaf baseline needs the same number of ranks on every "
-                         f"NUMA node ({ppn} ranks over {machine.n_numa} NUMA nodes)")
+        raise InputError(
+            f"the scotch-tleaf baseline needs the same number of ranks on every "
+            f"NUMA node ({ppn} ranks over {machine.n_numa} NUMA nodes)"
+        )
     numa_per_domain = machine.n_numa // machine.n_domains
     # Relative cost of crossing each level, slowest first; a level of fan-out 1 is left out.
-    levels = [(nodes, 100), (machine.n_domains, 40), (numa_per_domain, 10),
-              (int(per_numa[0]), 1)]
+    levels = [(nodes, 100), (machine.n_domains, 40), (numa_per_domain, 10), (int(per_numa[0]), 1)]
     levels = [lv for i, lv in enumerate(levels) if lv[0] > 1 or i == 0]
     leaf = scotch.map_tleaf(graph, [f for f, _ in levels], [c for _, c in levels], seed=seed)
     leaf = enforce_sizes(graph, leaf, [1] * graph.n)
@@ -198,8 +218,15 @@ def scotch_tleaf(graph: CommGraph, machine: Node, nodes: int, seed: int = 1) -> 
     return Placement("scotch-tleaf", leaf // ppn, used[leaf % ppn], machine, nodes)
 
 
-def place(name: str, graph: CommGraph, machine: Node, nodes: int, seed: int = 1,
-          progress=None, partitioner: str = "scotch") -> Placement:
+def place(
+    name: str,
+    graph: CommGraph,
+    machine: Node,
+    nodes: int,
+    seed: int = 1,
+    progress=None,
+    partitioner: str = "scotch",
+) -> Placement:
     if name == "block":
         return block(graph, machine, nodes)
     if name == "cyclic":

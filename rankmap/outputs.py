@@ -14,9 +14,10 @@ def rankfile(placement: Placement, hosts: list[str], path: Path) -> Path:
     (``mpirun --map-by rankfile:file=FILE``).
     """
     m = placement.machine
-    lines = [f"rank {r}={hosts[n]} slot={m.domain[c]}:{m.core_in_domain[c]}"
-             for r, (n, c) in enumerate(zip(placement.node_of.tolist(),
-                                            placement.core_of.tolist()))]
+    lines = [
+        f"rank {r}={hosts[n]} slot={m.domain[c]}:{m.core_in_domain[c]}"
+        for r, (n, c) in enumerate(zip(placement.node_of.tolist(), placement.core_of.tolist()))
+    ]
     Path(path).write_text("\n".join(lines) + "\n")
     return Path(path)
 
@@ -30,7 +31,7 @@ def slurm_hostfile(placement: Placement, hosts: list[str], path: Path) -> Path:
 def cpu_maps(placement: Placement, hosts: list[str]) -> dict[str, list[int]]:
     """Per host, the OS CPU index of each local task (``--cpu-bind=map_cpu:``), in the order
     Slurm numbers local tasks: ascending global rank."""
-    maps: dict[str, list[int]] = {h: [] for h in hosts[:placement.nodes]}
+    maps: dict[str, list[int]] = {h: [] for h in hosts[: placement.nodes]}
     for n, c in zip(placement.node_of.tolist(), placement.core_of.tolist()):
         maps[hosts[n]].append(int(placement.machine.pu_os[c]))
     return maps
@@ -39,8 +40,9 @@ def cpu_maps(placement: Placement, hosts: list[str]) -> dict[str, list[int]]:
 def slurm_cpu_maps(placement: Placement, hosts: list[str], path: Path) -> Path:
     """One line per host: ``HOST map_cpu:a,b,...``."""
     maps = cpu_maps(placement, hosts)
-    Path(path).write_text("".join(f"{h} map_cpu:{','.join(map(str, cpus))}\n"
-                                  for h, cpus in maps.items()))
+    Path(path).write_text(
+        "".join(f"{h} map_cpu:{','.join(map(str, cpus))}\n" for h, cpus in maps.items())
+    )
     return Path(path)
 
 
@@ -68,6 +70,7 @@ def srun_binding(placement: Placement, hosts: list[str], folder: Path) -> tuple[
             f"i=0\nfor cpu in {cpus}; do\n"
             '    [ "$i" -eq "$SLURM_PROCID" ] && exec taskset -c "$cpu" "$@"\n'
             "    i=$((i + 1))\ndone\n"
-            'echo "bind_rank: no core for rank $SLURM_PROCID" >&2\nexit 1\n')
+            'echo "bind_rank: no core for rank $SLURM_PROCID" >&2\nexit 1\n'
+        )
     wrapper.chmod(0o755)
     return cpu_bind, wrapper

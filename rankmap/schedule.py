@@ -20,9 +20,9 @@ from rankmap.mapping import Placement
 
 @dataclass
 class Schedule:
-    above: np.ndarray          # int64, -1 at the root
-    below: list[list[int]]     # receive order: lower levels first, smaller subtrees first
-    level: np.ndarray          # hardware level of the edge to above; -1 at the root
+    above: np.ndarray  # int64, -1 at the root
+    below: list[list[int]]  # receive order: lower levels first, smaller subtrees first
+    level: np.ndarray  # hardware level of the edge to above; -1 at the root
     name: str = ""
 
     @property

@@ -51,7 +51,9 @@ def write(schedule: Schedule, path: Path, placement: str) -> Path:
         _HEADER
         + f"\nnProcs      {schedule.n};\n"
         + f"placement   {placement};\n"
-        + f"levelNames  {len(LEVEL_NAMES)}(" + " ".join(LEVEL_NAMES) + ");\n"
+        + f"levelNames  {len(LEVEL_NAMES)}("
+        + " ".join(LEVEL_NAMES)
+        + ");\n"
         + f"above       {_list(schedule.above)};\n"
         + f"level       {_list(schedule.level)};\n"
         + f"below\n{schedule.n}\n(\n{below}\n);\n"
@@ -71,13 +73,19 @@ def read(path: Path) -> Schedule:
         level = np.asarray(d["level"], dtype=np.int64)
         below = [[int(x) for x in b] for b in d["below"]]
     except FileNotFoundError:
-        raise InputError(f"{path} does not exist -- write it with 'python -m rankmap schedule'") from None
+        raise InputError(
+            f"{path} does not exist -- write it with 'python -m rankmap schedule'"
+        ) from None
     except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{path}: not a reduction schedule ({e}) -- it needs nProcs, above, "
-                         f"below and level (rankmap/README.md)") from None
+        raise InputError(
+            f"{path}: not a reduction schedule ({e}) -- it needs nProcs, above, "
+            f"below and level (rankmap/README.md)"
+        ) from None
     if not (len(above) == len(level) == len(below) == n):
-        raise InputError(f"{path}: nProcs {n} but above/below/level have {len(above)}/"
-                         f"{len(below)}/{len(level)} entries")
+        raise InputError(
+            f"{path}: nProcs {n} but above/below/level have {len(above)}/"
+            f"{len(below)}/{len(level)} entries"
+        )
     schedule = Schedule(above, below, level, str(path))
     try:
         schedule.check()

@@ -42,11 +42,15 @@ def _lib() -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL("libscotch.so", mode=ctypes.RTLD_GLOBAL)
     except OSError:
-        raise InputError("the SCOTCH library (libscotch.so) is not installed -- install "
-                         "libscotch-dev (Debian; ./bench setup does)") from None
+        raise InputError(
+            "the SCOTCH library (libscotch.so) is not installed -- install "
+            "libscotch-dev (Debian; ./bench setup does)"
+        ) from None
     if lib.SCOTCH_numSizeof() != 4:
-        raise InputError("this libscotch uses 64-bit SCOTCH_Num; rankmap expects Debian's "
-                         "32-bit build (libscotch-dev)")
+        raise InputError(
+            "this libscotch uses 64-bit SCOTCH_Num; rankmap expects Debian's "
+            "32-bit build (libscotch-dev)"
+        )
     return lib
 
 
@@ -69,14 +73,28 @@ class _Graph:
     def __init__(self, graph: CommGraph):
         lib = _lib()
         self.lib = lib
-        self.arrays = [np.ascontiguousarray(a, dtype=np.int32)
-                       for a in (graph.xadj, graph.adjncy, graph.adjwgt)]
+        self.arrays = [
+            np.ascontiguousarray(a, dtype=np.int32)
+            for a in (graph.xadj, graph.adjncy, graph.adjwgt)
+        ]
         xadj, adjncy, adjwgt = self.arrays
         self.handle = _buffer(lib.SCOTCH_graphSizeof)
         _check(lib.SCOTCH_graphInit(self.handle), "graphInit")
-        _check(lib.SCOTCH_graphBuild(self.handle, _Num(0), _Num(graph.n), _ptr(xadj), None, None,
-                                     None, _Num(len(adjncy)), _ptr(adjncy), _ptr(adjwgt)),
-               "graphBuild")
+        _check(
+            lib.SCOTCH_graphBuild(
+                self.handle,
+                _Num(0),
+                _Num(graph.n),
+                _ptr(xadj),
+                None,
+                None,
+                None,
+                _Num(len(adjncy)),
+                _ptr(adjncy),
+                _ptr(adjwgt),
+            ),
+            "graphBuild",
+        )
 
     def __enter__(self):
         return self
@@ -88,13 +106,16 @@ class _Graph:
 def _strategy(lib, flags: int, parts: int, imbalance: float):
     strat = _buffer(lib.SCOTCH_stratSizeof)
     _check(lib.SCOTCH_stratInit(strat), "stratInit")
-    _check(lib.SCOTCH_stratGraphMapBuild(strat, _Num(flags), _Num(parts),
-                                         ctypes.c_double(imbalance)), "stratGraphMapBuild")
+    _check(
+        lib.SCOTCH_stratGraphMapBuild(strat, _Num(flags), _Num(parts), ctypes.c_double(imbalance)),
+        "stratGraphMapBuild",
+    )
     return strat
 
 
-def _map(graph: CommGraph, build_arch, parts: int, flags: int, imbalance: float,
-         seed: int) -> np.ndarray:
+def _map(
+    graph: CommGraph, build_arch, parts: int, flags: int, imbalance: float, seed: int
+) -> np.ndarray:
     lib = _lib()
     lib.SCOTCH_randomSeed(_Num(seed))
     lib.SCOTCH_randomReset()
@@ -112,8 +133,14 @@ def _map(graph: CommGraph, build_arch, parts: int, flags: int, imbalance: float,
     return out
 
 
-def map_weighted(graph: CommGraph, sizes: list[int], *, quality: bool = True,
-                 imbalance: float = 0.01, seed: int = 1) -> np.ndarray:
+def map_weighted(
+    graph: CommGraph,
+    sizes: list[int],
+    *,
+    quality: bool = True,
+    imbalance: float = 0.01,
+    seed: int = 1,
+) -> np.ndarray:
     """Part of each vertex, for parts whose sizes are proportional to ``sizes``."""
     if len(sizes) == 1:
         return np.zeros(graph.n, dtype=np.int32)
@@ -126,8 +153,14 @@ def map_weighted(graph: CommGraph, sizes: list[int], *, quality: bool = True,
     return _map(graph, cmpltw, len(sizes), flags, imbalance, seed)
 
 
-def map_tleaf(graph: CommGraph, fanouts: list[int], link_costs: list[int], *,
-              imbalance: float = 0.0, seed: int = 1) -> np.ndarray:
+def map_tleaf(
+    graph: CommGraph,
+    fanouts: list[int],
+    link_costs: list[int],
+    *,
+    imbalance: float = 0.0,
+    seed: int = 1,
+) -> np.ndarray:
     """SCOTCH's one-shot mapping onto a tree-leaf machine; the leaf index of each vertex.
 
     ``fanouts`` from the top (nodes, domains per node, NUMA nodes per domain, cores per NUMA

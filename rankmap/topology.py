@@ -22,10 +22,10 @@ LEVELS = ("intra_numa_node", "inter_numa_node", "inter_numa_domain", "inter_node
 
 #: hwloc synthetic descriptions of the seeds' nodes (../shared/reference/systems.csv).
 PRESETS = {
-    "vsc5": "pack:2 numa:8 core:8 pu:1",        # VSC-5 zen3_0512, AMD EPYC 7713 x2, NPS4 + L3
-    "hpc2": "pack:4 numa:1 core:12 pu:1",       # LEC hpc2, Xeon Gold 6126 x4, a NUMA node each
-    "oci-nps1": "pack:2 numa:1 core:18 pu:1",   # OCI BM.Optimized3.36 at NPS1
-    "oci-nps2": "pack:2 numa:2 core:9 pu:1",    # OCI BM.Optimized3.36 at NPS2
+    "vsc5": "pack:2 numa:8 core:8 pu:1",  # VSC-5 zen3_0512, AMD EPYC 7713 x2, NPS4 + L3
+    "hpc2": "pack:4 numa:1 core:12 pu:1",  # LEC hpc2, Xeon Gold 6126 x4, a NUMA node each
+    "oci-nps1": "pack:2 numa:1 core:18 pu:1",  # OCI BM.Optimized3.36 at NPS1
+    "oci-nps2": "pack:2 numa:2 core:9 pu:1",  # OCI BM.Optimized3.36 at NPS2
 }
 
 
@@ -64,8 +64,10 @@ class Node:
 
     def describe(self) -> str:
         per_numa = np.bincount(self.numa)
-        return (f"{self.n_domains} NUMA domain(s) x {self.n_numa // self.n_domains} NUMA "
-                f"node(s) x {per_numa[0]} core(s) = {self.cores} cores ({self.source})")
+        return (
+            f"{self.n_domains} NUMA domain(s) x {self.n_numa // self.n_domains} NUMA "
+            f"node(s) x {per_numa[0]} core(s) = {self.cores} cores ({self.source})"
+        )
 
 
 def _cpuset(text: str | None) -> int:
@@ -82,15 +84,18 @@ def from_xml(text: str, source: str) -> Node:
     try:
         root = ET.fromstring(text)
     except ET.ParseError as e:
-        raise InputError(f"{source}: not valid XML ({e}) -- write it with "
-                         f"'lstopo-no-graphics --of xml FILE'") from None
+        raise InputError(
+            f"{source}: not valid XML ({e}) -- write it with 'lstopo-no-graphics --of xml FILE'"
+        ) from None
     objects = list(root.iter("object"))
     cores = [o for o in objects if o.get("type") == "Core"]
     packages = [o for o in objects if o.get("type") == "Package"]
     numas = [o for o in objects if o.get("type") == "NUMANode"]
     if not cores:
-        raise InputError(f"{source}: no Core objects -- is this an hwloc topology? Write it "
-                         f"with 'lstopo-no-graphics --of xml FILE'")
+        raise InputError(
+            f"{source}: no Core objects -- is this an hwloc topology? Write it "
+            f"with 'lstopo-no-graphics --of xml FILE'"
+        )
     # A machine without Package or NUMANode objects is one domain / one NUMA node.
     machine = _cpuset(root.find("object").get("cpuset")) if root.find("object") is not None else 0
     package_sets = [_cpuset(p.get("cpuset")) for p in packages] or [machine]
@@ -101,13 +106,17 @@ def from_xml(text: str, source: str) -> Node:
         mask = _cpuset(core.get("cpuset"))
         pus = [int(pu.get("os_index")) for pu in core.iter("object") if pu.get("type") == "PU"]
         if not mask or not pus:
-            raise InputError(f"{source}: core {core.get('os_index')} has no PU -- the file "
-                             f"is truncated or malformed; write it again with lstopo")
+            raise InputError(
+                f"{source}: core {core.get('os_index')} has no PU -- the file "
+                f"is truncated or malformed; write it again with lstopo"
+            )
         d = [i for i, s in enumerate(package_sets) if (mask & s) == mask]
         n = [i for i, s in enumerate(numa_sets) if (mask & s) == mask]
         if len(d) != 1 or len(n) != 1:
-            raise InputError(f"{source}: core with PU {pus[0]} lies in {len(d)} packages and "
-                             f"{len(n)} NUMA nodes -- each core must lie in exactly one of each")
+            raise InputError(
+                f"{source}: core with PU {pus[0]} lies in {len(d)} packages and "
+                f"{len(n)} NUMA nodes -- each core must lie in exactly one of each"
+            )
         domain.append(d[0])
         # A NUMA node spanning packages (AMD NPS0, single-NUMA machines) counts once per
         # package, so that NUMA nodes nest inside NUMA domains.
@@ -121,6 +130,7 @@ def from_xml(text: str, source: str) -> Node:
 
 def _renumbered(domain, numa, pu_os, source) -> Node:
     """Dense logical indexes: domains and NUMA nodes numbered in the order cores meet them."""
+
     def dense(values):
         order = {v: i for i, v in enumerate(dict.fromkeys(values))}
         return np.array([order[v] for v in values], dtype=np.int64)
@@ -138,24 +148,32 @@ def _check_homogeneous(node: Node) -> None:
     per_numa = set(np.bincount(node.numa).tolist())
     per_domain = {len(node.numa_of_domain(d)) for d in range(node.n_domains)}
     if len(per_numa) != 1 or len(per_domain) != 1:
-        raise InputError(f"{node.source}: heterogeneous node (cores per NUMA node "
-                         f"{sorted(per_numa)}, NUMA nodes per package {sorted(per_domain)}) -- "
-                         f"offline or disallowed cores? Use a topology of the full node")
+        raise InputError(
+            f"{node.source}: heterogeneous node (cores per NUMA node "
+            f"{sorted(per_numa)}, NUMA nodes per package {sorted(per_domain)}) -- "
+            f"offline or disallowed cores? Use a topology of the full node"
+        )
 
 
 def from_synthetic(description: str) -> Node:
     """A node from an hwloc synthetic description, e.g. 'pack:2 numa:8 core:8 pu:1'."""
-    done = subprocess.run(["lstopo-no-graphics", "--input", description, "--of", "xml", "-"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["lstopo-no-graphics", "--input", description, "--of", "xml", "-"],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        raise InputError(f"hwloc rejects the synthetic description '{description}': "
-                         f"{done.stderr.strip()} -- e.g. 'pack:2 numa:8 core:8 pu:1'")
+        raise InputError(
+            f"hwloc rejects the synthetic description '{description}': "
+            f"{done.stderr.strip()} -- e.g. 'pack:2 numa:8 core:8 pu:1'"
+        )
     return from_xml(done.stdout, f"synthetic '{description}'")
 
 
 def this_machine() -> Node:
-    done = subprocess.run(["lstopo-no-graphics", "--of", "xml", "-"], capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        ["lstopo-no-graphics", "--of", "xml", "-"], capture_output=True, text=True, check=True
+    )
     return from_xml(done.stdout, "this machine")
 
 
@@ -171,28 +189,41 @@ def load(spec: str) -> Node:
         try:
             return from_xml(path.read_text(), str(path))
         except OSError as e:
-            raise InputError(f"cannot read topology file {path}: {e.strerror} -- write one with "
-                             f"'lstopo-no-graphics --of xml {path}'") from None
+            raise InputError(
+                f"cannot read topology file {path}: {e.strerror} -- write one with "
+                f"'lstopo-no-graphics --of xml {path}'"
+            ) from None
     if ":" in spec:
         return from_synthetic(spec)
-    raise InputError(f"unknown topology '{spec}' -- give a preset ({', '.join(PRESETS)}), "
-                     f"'local', an hwloc XML file, or a synthetic description like "
-                     f"'pack:2 numa:8 core:8 pu:1'")
+    raise InputError(
+        f"unknown topology '{spec}' -- give a preset ({', '.join(PRESETS)}), "
+        f"'local', an hwloc XML file, or a synthetic description like "
+        f"'pack:2 numa:8 core:8 pu:1'"
+    )
 
 
 def core_pair(node: Node, level: str) -> tuple[int, int] | None:
     """OS CPU indexes of two cores whose path is ``level`` (one of LEVELS), or None where the
     node has no such pair; for inter_node, the first core of each of two nodes."""
     first = {}
-    for core in range(node.cores):      # first core of each (domain, NUMA node)
+    for core in range(node.cores):  # first core of each (domain, NUMA node)
         first.setdefault((int(node.domain[core]), int(node.numa[core])), core)
     pairs = {
-        "intra_numa_node": [(a, b) for a in range(node.cores) for b in range(a + 1, node.cores)
-                            if node.numa[a] == node.numa[b]][:1],
-        "inter_numa_node": [(first[(d, m)], first[(d2, m2)]) for (d, m) in first
-                            for (d2, m2) in first if d == d2 and m < m2][:1],
-        "inter_numa_domain": [(first[(d, m)], first[(d2, m2)]) for (d, m) in first
-                              for (d2, m2) in first if d < d2][:1],
+        "intra_numa_node": [
+            (a, b)
+            for a in range(node.cores)
+            for b in range(a + 1, node.cores)
+            if node.numa[a] == node.numa[b]
+        ][:1],
+        "inter_numa_node": [
+            (first[(d, m)], first[(d2, m2)])
+            for (d, m) in first
+            for (d2, m2) in first
+            if d == d2 and m < m2
+        ][:1],
+        "inter_numa_domain": [
+            (first[(d, m)], first[(d2, m2)]) for (d, m) in first for (d2, m2) in first if d < d2
+        ][:1],
         "inter_node": [(0, 0)],
     }
     if level not in pairs:

@@ -18,12 +18,12 @@ from topofoam.runs import PreparedCaseRun
 class CaseRun(PreparedCaseRun):
     """One benchmark case, decomposed with SCOTCH, run in parallel with stock OpenFOAM."""
 
-    prepared = fixture(PreparedCase, scope='environment', variables={'num_subdomains': 2})
-    valid_systems = ['*']
+    prepared = fixture(PreparedCase, scope="environment", variables={"num_subdomains": 2})
+    valid_systems = ["*"]
     # Stock OpenFOAM: the patched environments have checks of their own.
-    valid_prog_environs = ['+openfoam -reduction-schedule']
+    valid_prog_environs = ["+openfoam -reduction-schedule"]
     num_tasks = 2
-    time_limit = '30m'
-    tags = {'foundation', 'fast', 'cases'}
-    stage = 'cases'
-    descr = 'benchmark case on 2 ranks, SCOTCH decomposition'
+    time_limit = "30m"
+    tags = {"foundation", "fast", "cases"}
+    stage = "cases"
+    descr = "benchmark case on 2 ranks, SCOTCH decomposition"

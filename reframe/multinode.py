@@ -35,70 +35,76 @@ RANKS_PER_NODE = 2
 class MultiNodeRun(PlacedRun):
     """One placement variant and launcher on 1, 2 or 4 nodes."""
 
-    variant = parameter(['standard', 'global', 'local+global'])
-    launcher_kind = parameter(['srun', 'mpirun'])
-    build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    prepared = fixture(PreparedCavityRanks, scope='environment')
+    variant = parameter(["standard", "global", "local+global"])
+    launcher_kind = parameter(["srun", "mpirun"])
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    prepared = fixture(PreparedCavityRanks, scope="environment")
     nodes = variable(int, value=0, loggable=True)
-    topology = variable(str, value='local')     # the node rankmap maps onto
-    valid_systems = ['+multinode']
-    valid_prog_environs = ['+reduction-schedule']
+    topology = variable(str, value="local")  # the node rankmap maps onto
+    valid_systems = ["+multinode"]
+    valid_prog_environs = ["+reduction-schedule"]
     num_tasks_per_node = RANKS_PER_NODE
-    time_limit = '10m'
+    time_limit = "10m"
     # After a node failure fewer nodes are up: fail clearly instead of pending for ever.
-    max_pending_time = '2m'
-    tags = {'multinode'}
-    stage = 'multinode'
+    max_pending_time = "2m"
+    tags = {"multinode"}
+    stage = "multinode"
 
-    @run_after('setup')
+    @run_after("setup")
     def set_layout(self):
         self.num_tasks = self.prepared.ranks
         self.nodes = self.num_tasks // RANKS_PER_NODE
         extras = self.current_partition.extras
-        self.topology = extras.get('topology', 'local')
-        self.descr = (f'cavity2D on {self.nodes} node(s) x {RANKS_PER_NODE} ranks, '
-                      f'{self.variant}, {self.launcher_kind}')
-        if self.launcher_kind == 'mpirun':
-            self.job.launcher = getlauncher('mpirun')()
-        binds = self.launcher_kind == 'mpirun' and self.variant == 'local+global'
-        self.core_binding = ('verified' if binds and extras.get('declared_is_real')
-                             else 'not verifiable on this partition')
+        self.topology = extras.get("topology", "local")
+        self.descr = (
+            f"cavity2D on {self.nodes} node(s) x {RANKS_PER_NODE} ranks, "
+            f"{self.variant}, {self.launcher_kind}"
+        )
+        if self.launcher_kind == "mpirun":
+            self.job.launcher = getlauncher("mpirun")()
+        binds = self.launcher_kind == "mpirun" and self.variant == "local+global"
+        self.core_binding = (
+            "verified"
+            if binds and extras.get("declared_is_real")
+            else "not verifiable on this partition"
+        )
 
-    @run_before('run')
+    @run_before("run")
     def map_and_launch(self):
-        if self.variant == 'standard':
-            self.add_prerun('place',
-                            'scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.alloc')
+        if self.variant == "standard":
+            self.add_prerun("place", 'scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.alloc')
         else:
             self.rankmap_commands(self.topology, self.nodes)
-            self.use_schedule('map/reductionSchedule' if self.variant == 'local+global'
-                              else 'map/reductionSchedule.block')
-            self.forward_to_ranks('FOAM_REDUCTION_SCHEDULE')
-        if self.variant == 'local+global':
-            if self.launcher_kind == 'srun':
-                self.env_vars['SLURM_HOSTFILE'] = '$PWD/map/slurm.hostfile'
-                self.job.launcher.options += ['--distribution=arbitrary']
+            self.use_schedule(
+                "map/reductionSchedule"
+                if self.variant == "local+global"
+                else "map/reductionSchedule.block"
+            )
+            self.forward_to_ranks("FOAM_REDUCTION_SCHEDULE")
+        if self.variant == "local+global":
+            if self.launcher_kind == "srun":
+                self.env_vars["SLURM_HOSTFILE"] = "$PWD/map/slurm.hostfile"
+                self.job.launcher.options += ["--distribution=arbitrary"]
             else:
-                self.job.launcher.options += ['-rf', 'map/rankfile']
+                self.job.launcher.options += ["-rf", "map/rankfile"]
         self.probe_placement()
 
     def expected_hosts(self):
         """Host of each rank: rankmap's hostfile, or block order over the allocation."""
-        if self.variant == 'local+global':
-            return sn.extractall(r'^(\S+)$', f'{self.stagedir}/map/slurm.hostfile', 1)
-        alloc = sn.extractall(r'^(\S+)$', f'{self.stagedir}/hosts.alloc', 1)
+        if self.variant == "local+global":
+            return sn.extractall(r"^(\S+)$", f"{self.stagedir}/map/slurm.hostfile", 1)
+        alloc = sn.extractall(r"^(\S+)$", f"{self.stagedir}/hosts.alloc", 1)
         return [alloc[r // RANKS_PER_NODE] for r in range(self.num_tasks)]
 
     def expected_cores(self):
-        rankfile = f'{self.stagedir}/map/rankfile'
-        return sn.extractall(r'^rank \d+=\S+ slot=0:(\d+)$', rankfile, 1)
+        rankfile = f"{self.stagedir}/map/rankfile"
+        return sn.extractall(r"^rank \d+=\S+ slot=0:(\d+)$", rankfile, 1)
 
     @sanity_function
     def assert_placed_and_completed(self):
-        cores = (sn.evaluate(self.expected_cores()) if self.core_binding == 'verified'
-                 else None)
+        cores = sn.evaluate(self.expected_cores()) if self.core_binding == "verified" else None
         checks = self.placement_checks(sn.evaluate(self.expected_hosts()), cores)
         checks.append(self.assert_run())
-        if self.variant != 'standard':
+        if self.variant != "standard":
             checks.append(self.schedule_reported())
         return sn.all(checks)

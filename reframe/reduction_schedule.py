@@ -22,44 +22,52 @@ from topofoam.placed import PlacedRun
 class ReductionScheduleRun(PlacedRun):
     """A benchmark case with and without a hierarchical reduction schedule."""
 
-    variant = parameter(['standard', 'global', 'global+sums'])
-    build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    prepared = fixture(PreparedSolverMix, scope='environment', variables={'num_subdomains': 2})
-    valid_systems = ['*']
-    valid_prog_environs = ['+reduction-schedule']
+    variant = parameter(["standard", "global", "global+sums"])
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    prepared = fixture(PreparedSolverMix, scope="environment", variables={"num_subdomains": 2})
+    valid_systems = ["*"]
+    valid_prog_environs = ["+reduction-schedule"]
     num_tasks = 2
-    time_limit = '10m'
-    tags = {'schedule'}
-    stage = 'schedule'
+    time_limit = "10m"
+    tags = {"schedule"}
+    stage = "schedule"
 
-    @run_after('setup')
+    @run_after("setup")
     def describe(self):
-        self.descr = f'{self.case} on 2 ranks, reduction schedule: {self.variant}'
+        self.descr = f"{self.case} on 2 ranks, reduction schedule: {self.variant}"
 
-    @run_before('run')
+    @run_before("run")
     def use_schedule(self):
-        if self.variant != 'standard':
+        if self.variant != "standard":
             # The schedule for the default (block) placement on this node: 'global only'.
             self.add_prerun(
-                'place', f'{sys.executable} -m rankmap schedule . --topology local --nodes 1 '
-                         f'--placement block --out reductionSchedule')
-            self.use_schedule('reductionSchedule')
-            self.forward_to_ranks('FOAM_REDUCTION_SCHEDULE')
-        if self.variant == 'global+sums':
-            self.executable_opts += ['-opt-switch', 'reductionScheduleSums=1']
+                "place",
+                f"{sys.executable} -m rankmap schedule . --topology local --nodes 1 "
+                f"--placement block --out reductionSchedule",
+            )
+            self.use_schedule("reductionSchedule")
+            self.forward_to_ranks("FOAM_REDUCTION_SCHEDULE")
+        if self.variant == "global+sums":
+            self.executable_opts += ["-opt-switch", "reductionScheduleSums=1"]
 
     @sanity_function
     def assert_schedule_in_use(self):
-        started = r'^reductionSchedule: \S+ for 2 ranks, edges by level'
-        sums = r'^reductionSchedule: scalar sum/min reductions follow the schedule'
-        if self.variant == 'standard':
-            schedule = sn.assert_not_found(r'^reductionSchedule', self.stdout,
-                                           msg='a schedule was loaded without being asked for')
+        started = r"^reductionSchedule: \S+ for 2 ranks, edges by level"
+        sums = r"^reductionSchedule: scalar sum/min reductions follow the schedule"
+        if self.variant == "standard":
+            schedule = sn.assert_not_found(
+                r"^reductionSchedule",
+                self.stdout,
+                msg="a schedule was loaded without being asked for",
+            )
         else:
-            found = sn.assert_found(started, self.stdout,
-                                    msg='the patched OpenFOAM did not report the schedule')
-            routed = (sn.assert_found(sums, self.stdout, msg='scalar sums did not follow it')
-                      if self.variant == 'global+sums' else
-                      sn.assert_not_found(sums, self.stdout, msg='scalar sums followed it'))
+            found = sn.assert_found(
+                started, self.stdout, msg="the patched OpenFOAM did not report the schedule"
+            )
+            routed = (
+                sn.assert_found(sums, self.stdout, msg="scalar sums did not follow it")
+                if self.variant == "global+sums"
+                else sn.assert_not_found(sums, self.stdout, msg="scalar sums followed it")
+            )
             schedule = sn.all([found, routed])
         return sn.all([self.assert_run(), schedule])

@@ -28,46 +28,55 @@ from topofoam import sweep
 from topofoam.fixtures import MpiCountBuild, PatchedOpenFOAMBuild
 from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
-VARIANTS = ('standard', 'optMULES', 'pipePCG', 'rePipePCG', 'optMULES+pipePCG',
-            'optMULES+rePipePCG')
+VARIANTS = (
+    "standard",
+    "optMULES",
+    "pipePCG",
+    "rePipePCG",
+    "optMULES+pipePCG",
+    "optMULES+rePipePCG",
+)
 #: Solvers with MULES compiled in (the patched build rebuilds them).
-MULES_SOLVERS = {'damBreak2D', 'damBreak3D'}
+MULES_SOLVERS = {"damBreak2D", "damBreak3D"}
 #: The pressure solver each PCG variant puts in place of PCG (topofoam/solvers.py).
-PCG_SOLVERS = {'pipePCG': 'PiPePCG', 'rePipePCG': 'RePiPePCG'}
+PCG_SOLVERS = {"pipePCG": "PiPePCG", "rePipePCG": "RePiPePCG"}
 #: Final-field tolerance of the PCG variants on the interFoam cases (see set_variant).
 INTERFACE_RTOL = 1e-3
 #: MPI functions whose calls land in the perflog (summed over the ranks).
-COUNTED = ('MPI_Allreduce', 'MPI_Iallreduce', 'MPI_Alltoall', 'MPI_Test')
+COUNTED = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Alltoall", "MPI_Test")
 
 
 class Seed001Case(PreparedLayout):
-    case = parameter(['damBreak2D', 'damBreak3D', 'hpcCavity3D'])
-    layout = parameter(sweep.layouts('all'), fmt=layout_name)
+    case = parameter(["damBreak2D", "damBreak3D", "hpcCavity3D"])
+    layout = parameter(sweep.layouts("all"), fmt=layout_name)
 
 
 class CountsMpiCalls(rfm.RegressionTestPlugin):
     """Runs the solver under the PMPI interposer; its counts become performance variables."""
 
-    mpicount = fixture(MpiCountBuild, scope='environment')
+    mpicount = fixture(MpiCountBuild, scope="environment")
 
-    @run_before('run')
+    @run_before("run")
     def preload_the_counter(self):
-        self.add_prerun('prepare', 'mkdir -p mpicount')
+        self.add_prerun("prepare", "mkdir -p mpicount")
         # Only the solver is counted (not cp, the probe, or the shell).
-        self.executable = (f'env LD_PRELOAD={self.mpicount.library()} '
-                           f'TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}')
+        self.executable = (
+            f"env LD_PRELOAD={self.mpicount.library()} "
+            f"TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}"
+        )
 
-    @run_before('performance')
+    @run_before("performance")
     def set_call_counts(self):
         for name in COUNTED:
             self.perf_variables[name[4:].lower()] = sn.make_performance_function(
-                _calls(os.path.join(self.stagedir, 'mpicount'), name, self.num_tasks),
-                'calls')
+                _calls(os.path.join(self.stagedir, "mpicount"), name, self.num_tasks), "calls"
+            )
 
 
 @sn.deferrable
 def _calls(folder, name, ranks):
     from topofoam import mpicount
+
     return mpicount.read(folder, ranks=ranks).get(name, 0)
 
 
@@ -75,65 +84,74 @@ class Seed001Reference(CountsMpiCalls, SweepRun):
     """The standard run (PCG, stock MULES exchange) of a case and layout: the fields and the
     MPI calls every variant is compared with."""
 
-    build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    prepared = fixture(Seed001Case, scope='environment')
-    valid_prog_environs = ['+seed001']
-    stage = 'reference'
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    prepared = fixture(Seed001Case, scope="environment")
+    valid_prog_environs = ["+seed001"]
+    stage = "reference"
 
 
 @rfm.simple_test
 class Seed001Run(CountsMpiCalls, SweepRun):
     """A seed 001 variant of a case and layout, with the partition's default settings."""
 
-    build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    standard_run = fixture(Seed001Reference, scope='environment')
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    standard_run = fixture(Seed001Reference, scope="environment")
     variant = parameter(list(VARIANTS))
-    valid_prog_environs = ['+seed001']
-    tags = {'seed001'}
-    stage = 'seed001'
+    valid_prog_environs = ["+seed001"]
+    tags = {"seed001"}
+    stage = "seed001"
 
     @property
     def prepared(self):
         return CaseCopy(self.standard_run)
 
     def _case_name(self) -> str:
-        info = type(self).get_variant_info(self.variant_num, recurse=True)['fixtures']
-        return info['standard_run']['fixtures']['prepared']['params']['case']
+        info = type(self).get_variant_info(self.variant_num, recurse=True)["fixtures"]
+        return info["standard_run"]["fixtures"]["prepared"]["params"]["case"]
 
     def applies(self, part, nodes, ppn):
-        if 'optMULES' in self.variant and self._case_name() not in MULES_SOLVERS:
+        if "optMULES" in self.variant and self._case_name() not in MULES_SOLVERS:
             return False
         return super().applies(part, nodes, ppn)
 
-    @run_after('setup')
+    @run_after("setup")
     def set_variant(self):
-        if self.variant == 'optMULES':
+        if self.variant == "optMULES":
             self.fields_rtol = 1e-12
-        elif self.variant in PCG_SOLVERS or '+' in self.variant:
+        elif self.variant in PCG_SOLVERS or "+" in self.variant:
             # Another summation order in the pressure solves: within 1e-6 for a single-
             # phase case (tests/test_seed001.py), but the interface advection of the dam
             # breaks amplifies it step by step (2.2e-5 after damBreak2D's 100 ci steps;
             # seed 001 reports under 1% for its head-form case).
             self.fields_rtol = INTERFACE_RTOL if self.case in MULES_SOLVERS else 1e-6
-        if 'optMULES' in self.variant:
-            self.executable_opts += ['-opt-switch', 'mulesNeighbourExchange=1']
+        if "optMULES" in self.variant:
+            self.executable_opts += ["-opt-switch", "mulesNeighbourExchange=1"]
 
-    @run_before('run')
+    @run_before("run")
     def use_the_solver(self):
-        solver = PCG_SOLVERS.get(self.variant.split('+')[-1])
+        solver = PCG_SOLVERS.get(self.variant.split("+")[-1])
         if solver:
             # Before the solver's timing starts.
-            self.add_prerun('prepare', f'{sys.executable} -m topofoam.solvers . {solver}')
+            self.add_prerun("prepare", f"{sys.executable} -m topofoam.solvers . {solver}")
 
     @sanity_function
     def assert_variant_ran(self):
         checks = [self.assert_placed_and_completed()]
-        if 'optMULES' in self.variant:
-            checks.append(sn.assert_found(
-                r'^MULES: limiter exchanged with neighbouring processors only', self.stdout,
-                msg='the patched interFoam did not report the neighbour-only exchange'))
-        solver = PCG_SOLVERS.get(self.variant.split('+')[-1])
+        if "optMULES" in self.variant:
+            checks.append(
+                sn.assert_found(
+                    r"^MULES: limiter exchanged with neighbouring processors only",
+                    self.stdout,
+                    msg="the patched interFoam did not report the neighbour-only exchange",
+                )
+            )
+        solver = PCG_SOLVERS.get(self.variant.split("+")[-1])
         if solver:
-            checks.append(sn.assert_found(rf'\w*{solver}:\s+Solving for', self.stdout,
-                                          msg=f'no equation was solved with {solver}'))
+            checks.append(
+                sn.assert_found(
+                    rf"\w*{solver}:\s+Solving for",
+                    self.stdout,
+                    msg=f"no equation was solved with {solver}",
+                )
+            )
         return sn.all(checks)

@@ -30,64 +30,64 @@ from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
 
 class VariantCase(PreparedLayout):
-    case = parameter(['pitzDaily', 'laplacianFoam'])    # seed 000's cases
-    layout = parameter(sweep.layouts('all'), fmt=layout_name)
+    case = parameter(["pitzDaily", "laplacianFoam"])  # seed 000's cases
+    layout = parameter(sweep.layouts("all"), fmt=layout_name)
 
 
 class Intra1Case(PreparedLayout):
-    case = parameter(['motorbike'])                     # seed 002's HPC_motorbike
-    layout = parameter(sweep.layouts('every-ppn'), fmt=layout_name)
+    case = parameter(["motorbike"])  # seed 002's HPC_motorbike
+    layout = parameter(sweep.layouts("every-ppn"), fmt=layout_name)
 
 
 class Intra2Case(PreparedLayout):
-    case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('one-node'), fmt=layout_name)
+    case = parameter(["motorbike"])
+    layout = parameter(sweep.layouts("one-node"), fmt=layout_name)
 
 
 class InterCase(PreparedLayout):
-    case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('multi-node'), fmt=layout_name)
+    case = parameter(["motorbike"])
+    layout = parameter(sweep.layouts("multi-node"), fmt=layout_name)
 
 
 class CostCase(PreparedLayout):
-    case = parameter(['motorbike'])
-    layout = parameter(sweep.layouts('all'), fmt=layout_name)
+    case = parameter(["motorbike"])
+    layout = parameter(sweep.layouts("all"), fmt=layout_name)
 
 
 class _Reference(SweepRun):
     """The standard run of a stage's case at a layout, with the partition's settings: the
     fields every other run of the stage on that layout must match (topofoam/fields.py)."""
 
-    build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    valid_prog_environs = ['+reduction-schedule']
-    stage = 'reference'
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    valid_prog_environs = ["+reduction-schedule"]
+    stage = "reference"
 
 
 class VariantReference(_Reference):
-    prepared = fixture(VariantCase, scope='environment')
+    prepared = fixture(VariantCase, scope="environment")
 
 
 class Intra1Reference(_Reference):
-    prepared = fixture(Intra1Case, scope='environment')
+    prepared = fixture(Intra1Case, scope="environment")
 
 
 class Intra2Reference(_Reference):
-    prepared = fixture(Intra2Case, scope='environment')
+    prepared = fixture(Intra2Case, scope="environment")
 
 
 class InterReference(_Reference):
-    prepared = fixture(InterCase, scope='environment')
+    prepared = fixture(InterCase, scope="environment")
 
 
 class CostReference(_Reference):
-    prepared = fixture(CostCase, scope='environment')
+    prepared = fixture(CostCase, scope="environment")
 
 
 class _Stage(SweepRun):
     """A stage's run: ``standard_run`` (a fixture) brings the prepared case."""
 
-    build = fixture(PatchedOpenFOAMBuild, scope='environment')
-    valid_prog_environs = ['+reduction-schedule']
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    valid_prog_environs = ["+reduction-schedule"]
 
     @property
     def prepared(self):
@@ -98,60 +98,60 @@ class _Stage(SweepRun):
 class VariantRun(_Stage):
     """Seed 000's variants x placement, at every node count of the partition."""
 
-    variant = parameter(['standard', 'global', 'local+global'])
+    variant = parameter(["standard", "global", "local+global"])
     binding = parameter(list(presets.BINDINGS))
-    standard_run = fixture(VariantReference, scope='environment')
-    tags = {'sweep', 'variants'}
-    stage = 'variants'
+    standard_run = fixture(VariantReference, scope="environment")
+    tags = {"sweep", "variants"}
+    stage = "variants"
 
 
 @rfm.simple_test
 class Intra1Run(_Stage):
     """Processes per node on one node, defaults otherwise."""
 
-    binding = parameter(['block'])
-    standard_run = fixture(Intra1Reference, scope='environment')
-    tags = {'sweep', 'intra1'}
-    stage = 'intra1'
+    binding = parameter(["block"])
+    standard_run = fixture(Intra1Reference, scope="environment")
+    tags = {"sweep", "intra1"}
+    stage = "intra1"
 
 
 @rfm.simple_test
 class Intra2Run(_Stage):
     """Placement x (UCX, collectives) pairs on one node, on every NPS partition."""
 
-    binding = parameter(['block', 'cyclic'])
-    ucx = parameter(sweep.union('ucx') or [''])
-    coll = parameter(sweep.union('coll') or [''])
-    standard_run = fixture(Intra2Reference, scope='environment')
-    tags = {'sweep', 'intra2'}
-    stage = 'intra2'
+    binding = parameter(["block", "cyclic"])
+    ucx = parameter(sweep.union("ucx") or [""])
+    coll = parameter(sweep.union("coll") or [""])
+    standard_run = fixture(Intra2Reference, scope="environment")
+    tags = {"sweep", "intra2"}
+    stage = "intra2"
 
 
 @rfm.simple_test
 class Inter1Run(_Stage):
     """UCX inter-node presets at every node count above one, best intra settings."""
 
-    ucx_inter = parameter(sweep.union('ucx_inter') or [''])
-    standard_run = fixture(InterReference, scope='environment')
-    tags = {'sweep', 'inter1'}
-    stage = 'inter1'
+    ucx_inter = parameter(sweep.union("ucx_inter") or [""])
+    standard_run = fixture(InterReference, scope="environment")
+    tags = {"sweep", "inter1"}
+    stage = "inter1"
 
 
 @rfm.simple_test
 class Inter2Run(_Stage):
     """The best settings found so far, per node count above one."""
 
-    standard_run = fixture(InterReference, scope='environment')
-    tags = {'sweep', 'inter2'}
-    stage = 'inter2'
+    standard_run = fixture(InterReference, scope="environment")
+    tags = {"sweep", "inter2"}
+    stage = "inter2"
 
 
 @rfm.simple_test
 class CostRun(_Stage):
     """Standard and local+global at every node count: node-hours and the cost optimum."""
 
-    variant = parameter(['standard', 'local+global'])
-    binding = parameter(['', 'rankmap'])
-    standard_run = fixture(CostReference, scope='environment')
-    tags = {'sweep', 'cost'}
-    stage = 'cost'
+    variant = parameter(["standard", "local+global"])
+    binding = parameter(["", "rankmap"])
+    standard_run = fixture(CostReference, scope="environment")
+    tags = {"sweep", "cost"}
+    stage = "cost"

@@ -13,32 +13,37 @@ Set the block below for your project; nothing else needs editing.
 from sitekit.cluster import Partition, Site, configuration, org12_patched
 
 # -- the site's settings --------------------------------------------------------------------
-ACCOUNT = ''                        # sbatch --account, if your site needs one
-PARTITION = 'compute'               # the Slurm partition of the 48-core nodes
-SPACK_SETUP = '$HOME/spack/share/spack/setup-env.sh'
+ACCOUNT = ""  # sbatch --account, if your site needs one
+PARTITION = "compute"  # the Slurm partition of the 48-core nodes
+SPACK_SETUP = "$HOME/spack/share/spack/setup-env.sh"
 NODE_HOUR_PRICE = None
-CURRENCY = ''
+CURRENCY = ""
 # -------------------------------------------------------------------------------------------
 
-site_configuration = configuration(Site(
-    name='hpc2',
-    descr='LEC hpc2: 4 x Intel Xeon Gold 6126, 48 cores, 4 NUMA nodes',
-    hostnames=[r'hpc2'],
-    account=ACCOUNT,
-    node_hour_price=NODE_HOUR_PRICE,
-    currency=CURRENCY,
-    environments=[org12_patched(SPACK_SETUP)],
-    partitions=[Partition(
-        name='compute',
-        descr='48-core nodes, srun with pmix',
-        slurm_partition=PARTITION,
-        topology='hpc2',
-        cores=48, numa_nodes=4,
-        ppn=[12, 24, 36, 48],
-        nodes=[1, 2, 3, 4, 5, 6, 7],                # seed 000 scaled 2..7 nodes here
-        ucx=['auto', 'rndv16k', 'rndv128k'],
-        # The UCX under the site's Open MPI 4.1 may predate the intra:/inter: form.
-        ucx_inter=['auto', 'rc-128k-flat', 'ud-128k-flat'],
-        coll=['default', 'han'],
-    )],
-))
+site_configuration = configuration(
+    Site(
+        name="hpc2",
+        descr="LEC hpc2: 4 x Intel Xeon Gold 6126, 48 cores, 4 NUMA nodes",
+        hostnames=[r"hpc2"],
+        account=ACCOUNT,
+        node_hour_price=NODE_HOUR_PRICE,
+        currency=CURRENCY,
+        environments=[org12_patched(SPACK_SETUP)],
+        partitions=[
+            Partition(
+                name="compute",
+                descr="48-core nodes, srun with pmix",
+                slurm_partition=PARTITION,
+                topology="hpc2",
+                cores=48,
+                numa_nodes=4,
+                ppn=[12, 24, 36, 48],
+                nodes=[1, 2, 3, 4, 5, 6, 7],  # seed 000 scaled 2..7 nodes here
+                ucx=["auto", "rndv16k", "rndv128k"],
+                # The UCX under the site's Open MPI 4.1 may predate the intra:/inter: form.
+                ucx_inter=["auto", "rc-128k-flat", "ud-128k-flat"],
+                coll=["default", "han"],
+            )
+        ],
+    )
+)

@@ -75,13 +75,26 @@ _ucx_env = [
 # What the sweeps (reframe/sweep.py) vary here: 2 ranks on this one node, every placement
 # that differs on it, the UCX thresholds UCX 1.13 takes, Open MPI's own collectives.
 _sweep = {
-    "topology": "local", "cores": _facts["cores"], "numa_nodes": _facts["numa_nodes"],
-    "nps": "", "ppn": [min(2, _facts["cores"])], "nodes": [1],
-    "ucx": ["auto", "rndv16k", "rndv128k"], "ucx_inter": ["auto"], "coll": ["default", "han"],
-    "intra2_pairs": [["auto", "default"], ["rndv16k", "default"], ["rndv128k", "default"],
-                     ["auto", "han"]],
-    "mpi": "openmpi4", "node_hour_price": None, "currency": "",
-    "declared_is_real": True, "binds": True,
+    "topology": "local",
+    "cores": _facts["cores"],
+    "numa_nodes": _facts["numa_nodes"],
+    "nps": "",
+    "ppn": [min(2, _facts["cores"])],
+    "nodes": [1],
+    "ucx": ["auto", "rndv16k", "rndv128k"],
+    "ucx_inter": ["auto"],
+    "coll": ["default", "han"],
+    "intra2_pairs": [
+        ["auto", "default"],
+        ["rndv16k", "default"],
+        ["rndv128k", "default"],
+        ["auto", "han"],
+    ],
+    "mpi": "openmpi4",
+    "node_hour_price": None,
+    "currency": "",
+    "declared_is_real": True,
+    "binds": True,
 }
 
 _partitions = [
@@ -104,46 +117,55 @@ _partitions = [
 _slurm_conf = os.environ.get("SLURM_CONF", "")
 
 if _slurm_conf == str(_slurm.conf):
-    _partitions.append({
-        "name": "slurm",
-        "descr": "this machine as a one-node Slurm cluster, srun --mpi=pmix",
-        "scheduler": "squeue",
-        "launcher": "srun",
-        "access": [f"--partition={LocalSlurm.partition}"],
-        "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
-        "env_vars": _mpi_env + _ucx_env + [["SLURM_MPI_TYPE", "pmix"]],
-        # The Slurm node is this machine: its processor is the one detected here.
-        "processor": _facts["processor"],
-        # task/affinity: srun binds for real on this node.
-        "extras": _sweep,
-        "max_jobs": 1,
-    })
+    _partitions.append(
+        {
+            "name": "slurm",
+            "descr": "this machine as a one-node Slurm cluster, srun --mpi=pmix",
+            "scheduler": "squeue",
+            "launcher": "srun",
+            "access": [f"--partition={LocalSlurm.partition}"],
+            "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
+            "env_vars": _mpi_env + _ucx_env + [["SLURM_MPI_TYPE", "pmix"]],
+            # The Slurm node is this machine: its processor is the one detected here.
+            "processor": _facts["processor"],
+            # task/affinity: srun binds for real on this node.
+            "extras": _sweep,
+            "max_jobs": 1,
+        }
+    )
 
 if _slurm_conf == str(_emu.conf):
     _lay = DEFAULT_LAYOUT
-    _partitions.append({
-        "name": "emu",
-        "descr": "emulated multi-node cluster (network namespaces; timings are emulated)",
-        "scheduler": "squeue",
-        "launcher": "srun",
-        "access": [f"--partition={EmulatedCluster.partition}"],
-        "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
-        "env_vars": _mpi_env + [["SLURM_MPI_TYPE", "pmix"]]
-                    + [[k, v] for k, v in mpi_env(_emu.subnet, _emu.node_tmp).items()],
-        # The declared node, not this machine: what Slurm, rankmap and the checks see.
-        "processor": {"num_cpus": _lay.cpus, "num_cpus_per_core": _lay.threads_per_core,
-                      "num_sockets": _lay.sockets,
-                      "num_cpus_per_socket": _lay.cores_per_socket * _lay.threads_per_core},
-        "features": ["emulated", "multinode"],
-        "extras": {
-            "emulated": True,
-            "topology": (f"pack:{_lay.sockets} core:{_lay.cores_per_socket} "
-                         f"pu:{_lay.threads_per_core}"),
-            # Cores are verifiable only where the declared node is the real one.
-            "declared_is_real": _lay.cpus == _facts["processor"].get("num_cpus"),
-        },
-        "max_jobs": 1,
-    })
+    _partitions.append(
+        {
+            "name": "emu",
+            "descr": "emulated multi-node cluster (network namespaces; timings are emulated)",
+            "scheduler": "squeue",
+            "launcher": "srun",
+            "access": [f"--partition={EmulatedCluster.partition}"],
+            "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
+            "env_vars": _mpi_env
+            + [["SLURM_MPI_TYPE", "pmix"]]
+            + [[k, v] for k, v in mpi_env(_emu.subnet, _emu.node_tmp).items()],
+            # The declared node, not this machine: what Slurm, rankmap and the checks see.
+            "processor": {
+                "num_cpus": _lay.cpus,
+                "num_cpus_per_core": _lay.threads_per_core,
+                "num_sockets": _lay.sockets,
+                "num_cpus_per_socket": _lay.cores_per_socket * _lay.threads_per_core,
+            },
+            "features": ["emulated", "multinode"],
+            "extras": {
+                "emulated": True,
+                "topology": (
+                    f"pack:{_lay.sockets} core:{_lay.cores_per_socket} pu:{_lay.threads_per_core}"
+                ),
+                # Cores are verifiable only where the declared node is the real one.
+                "declared_is_real": _lay.cpus == _facts["processor"].get("num_cpus"),
+            },
+            "max_jobs": 1,
+        }
+    )
 
 site_configuration = {
     "systems": [
@@ -160,25 +182,38 @@ site_configuration = {
         {
             "name": "openfoam-v1912",
             "features": ["openfoam", "openfoam-v1912", "scotch"],
-            "env_vars": _foam_env + [
+            "env_vars": _foam_env
+            + [
                 ["LD_LIBRARY_PATH", f"{_builds['scotch_lib']}:$LD_LIBRARY_PATH"],
             ],
             "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi"},
         },
         {
             "name": "openfoam-v1912-patched",
-            "features": ["openfoam", "openfoam-v1912", "scotch", "reduction-schedule",
-                         "seed001", "local-build"],
-            "env_vars": _foam_env + [
-                ["LD_LIBRARY_PATH", f"{_builds['patched_lib']}:{_builds['scotch_lib']}:"
-                                    f"$LD_LIBRARY_PATH"],
+            "features": [
+                "openfoam",
+                "openfoam-v1912",
+                "scotch",
+                "reduction-schedule",
+                "seed001",
+                "local-build",
+            ],
+            "env_vars": _foam_env
+            + [
+                [
+                    "LD_LIBRARY_PATH",
+                    f"{_builds['patched_lib']}:{_builds['scotch_lib']}:$LD_LIBRARY_PATH",
+                ],
                 # interFoam with the MULES patch (off unless mulesNeighbourExchange 1)
                 ["PATH", f"{_builds['patched_bin']}:$PATH"],
             ],
-            "extras": {"openfoam_version": "v1912", "openfoam_flavour": "esi",
-                       "build_target": "patched",
-                       # The cache folder's name: version, build and a hash of the inputs.
-                       "build_id": _builds["patched_id"]},
+            "extras": {
+                "openfoam_version": "v1912",
+                "openfoam_flavour": "esi",
+                "build_target": "patched",
+                # The cache folder's name: version, build and a hash of the inputs.
+                "build_id": _builds["patched_id"],
+            },
         },
     ],
     **sitekit.common.sections(_results),

@@ -13,33 +13,39 @@ Set the block below for your project; nothing else needs editing.
 from sitekit.cluster import Partition, Site, configuration, org12_patched
 
 # -- the site's settings --------------------------------------------------------------------
-ACCOUNT = 'p70000'                  # your VSC project (sbatch --account)
-QOS = 'zen3_0512'                   # VSC-5 selects the node type by QOS and partition
-SPACK_SETUP = '$HOME/spack/share/spack/setup-env.sh'    # where your Spack is
-NODE_HOUR_PRICE = None              # e.g. 0.35 with CURRENCY = 'EUR'; None: no cost in reports
-CURRENCY = ''
+ACCOUNT = "p70000"  # your VSC project (sbatch --account)
+QOS = "zen3_0512"  # VSC-5 selects the node type by QOS and partition
+SPACK_SETUP = "$HOME/spack/share/spack/setup-env.sh"  # where your Spack is
+NODE_HOUR_PRICE = None  # e.g. 0.35 with CURRENCY = 'EUR'; None: no cost in reports
+CURRENCY = ""
 # -------------------------------------------------------------------------------------------
 
-site_configuration = configuration(Site(
-    name='vsc5',
-    descr='VSC-5 (zen3_0512): 2 x AMD EPYC 7713, 128 cores, 16 NUMA nodes',
-    hostnames=[r'l5\d+', r'n3\d+-\d+'],
-    account=ACCOUNT,
-    node_hour_price=NODE_HOUR_PRICE,
-    currency=CURRENCY,
-    environments=[org12_patched(SPACK_SETUP)],
-    partitions=[Partition(
-        name='zen3_0512',
-        descr='zen3_0512 nodes, srun with pmix',
-        slurm_partition='zen3_0512',
-        access=[f'--qos={QOS}'],
-        topology='vsc5',
-        cores=128, numa_nodes=16, nps='NPS4',
-        ppn=[32, 64, 96, 128],
-        nodes=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],      # seed 000 scaled 2..10 nodes
-        ucx=['auto', 'rndv16k', 'rndv128k'],
-        # The UCX under the site's Open MPI 4.1 may predate the intra:/inter: form.
-        ucx_inter=['auto', 'rc-128k-flat', 'ud-128k-flat'],
-        coll=['default', 'han'],
-    )],
-))
+site_configuration = configuration(
+    Site(
+        name="vsc5",
+        descr="VSC-5 (zen3_0512): 2 x AMD EPYC 7713, 128 cores, 16 NUMA nodes",
+        hostnames=[r"l5\d+", r"n3\d+-\d+"],
+        account=ACCOUNT,
+        node_hour_price=NODE_HOUR_PRICE,
+        currency=CURRENCY,
+        environments=[org12_patched(SPACK_SETUP)],
+        partitions=[
+            Partition(
+                name="zen3_0512",
+                descr="zen3_0512 nodes, srun with pmix",
+                slurm_partition="zen3_0512",
+                access=[f"--qos={QOS}"],
+                topology="vsc5",
+                cores=128,
+                numa_nodes=16,
+                nps="NPS4",
+                ppn=[32, 64, 96, 128],
+                nodes=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],  # seed 000 scaled 2..10 nodes
+                ucx=["auto", "rndv16k", "rndv128k"],
+                # The UCX under the site's Open MPI 4.1 may predate the intra:/inter: form.
+                ucx_inter=["auto", "rc-128k-flat", "ud-128k-flat"],
+                coll=["default", "han"],
+            )
+        ],
+    )
+)

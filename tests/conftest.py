@@ -30,11 +30,20 @@ def as_nobody(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(setpriv + cmd, capture_output=True, text=True, env=env, **kwargs)
 
 
-def bench_cli(*args: str, env: dict | None = None, timeout: float = 900,
-              ) -> subprocess.CompletedProcess:
+def bench_cli(
+    *args: str,
+    env: dict | None = None,
+    timeout: float = 900,
+) -> subprocess.CompletedProcess:
     """The local CLI (`./bench` minus the setup step, which the session already ran)."""
-    return subprocess.run([PYTHON, "-m", "localsite.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [PYTHON, "-m", "localsite.cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -49,15 +58,17 @@ def slurm_ports(monkeypatch):
 def foam_env() -> dict:
     """Environment to run Debian's OpenFOAM (real SCOTCH) and mpirun as root."""
     from localsite import openfoam
-    return dict(openfoam.run_env(), OMPI_ALLOW_RUN_AS_ROOT="1",
-                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+    return dict(openfoam.run_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def decomposed_case(dest: Path, cells: tuple[int, int, int], parts: int) -> Path:
     """The cavity tutorial with ``cells`` blocks, decomposed by SCOTCH into ``parts``."""
     from cases.tutorial import decompose_tutorial
-    return decompose_tutorial("incompressible/icoFoam/cavity/cavity", dest, parts,
-                              cells=cells, env=foam_env())
+
+    return decompose_tutorial(
+        "incompressible/icoFoam/cavity/cavity", dest, parts, cells=cells, env=foam_env()
+    )
 
 
 def tool(name: str) -> str:

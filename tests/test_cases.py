@@ -17,17 +17,32 @@ from conftest import PYTHON, REPO, foam_env
 
 # Seed 000 Table 3, as the seed documents give it (a copy of its reference CSV).
 REFERENCE = REPO / "cases" / "published_seed000.csv"
-SEED000_NAMES = {"pitzDaily": "pitzDaily", "laplacianFoam": "laplacianFoam",
-                 "cavity2D": "cavity2D", "cavity3D": "cavity3D"}
+SEED000_NAMES = {
+    "pitzDaily": "pitzDaily",
+    "laplacianFoam": "laplacianFoam",
+    "cavity2D": "cavity2D",
+    "cavity3D": "cavity3D",
+}
 # Published counts that are not in a CSV: seed 001 Tables 7 and 10, the HPC committee's cavity.
-OTHER_PUBLISHED = {("damBreak2D", "seed001"): 2_041_200, ("damBreak3D", "seed001"): 498_250,
-                   ("hpcCavity3D", "1M"): 100**3, ("hpcCavity3D", "8M"): 200**3,
-                   ("hpcCavity3D", "64M"): 400**3, ("motorbike", "S"): 20_000}
+OTHER_PUBLISHED = {
+    ("damBreak2D", "seed001"): 2_041_200,
+    ("damBreak3D", "seed001"): 498_250,
+    ("hpcCavity3D", "1M"): 100**3,
+    ("hpcCavity3D", "8M"): 200**3,
+    ("hpcCavity3D", "64M"): 400**3,
+    ("motorbike", "S"): 20_000,
+}
 
 
 def cases_cli(*args, env=None, timeout=900):
-    return subprocess.run([PYTHON, "-m", "cases", *args], cwd=REPO, env=env or foam_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [PYTHON, "-m", "cases", *args],
+        cwd=REPO,
+        env=env or foam_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def seed000_rows():
@@ -61,8 +76,9 @@ def test_a_cell_count_resolves_to_the_nearest_mesh():
         assert abs(got - 2_000_000) <= abs(12225 * other * other - 2_000_000)
     done = cases_cli("cells", "pitzDaily", "--size", "2M")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (f"pitzDaily 2000000: {got:,} cells (nearest to 2,000,000 asked "
-                           f"for), deltaT 1, 100 steps\n")
+    assert done.stdout == (
+        f"pitzDaily 2000000: {got:,} cells (nearest to 2,000,000 asked for), deltaT 1, 100 steps\n"
+    )
 
 
 def test_time_step_keeps_the_courant_number():
@@ -80,8 +96,10 @@ def test_every_case_runs_at_ci_size_on_two_ranks():
     rows = [line.split() for line in done.stdout.splitlines()[1:-1]]
     assert [r[0] for r in rows] == list(CASES)
     assert all(r[-1] == "ok" for r in rows)
-    assert re.search(r"^8 case\(s\), 0 failed; solver time \S+ s, \S+ s in all on 2 rank",
-                     done.stdout.splitlines()[-1])
+    assert re.search(
+        r"^8 case\(s\), 0 failed; solver time \S+ s, \S+ s in all on 2 rank",
+        done.stdout.splitlines()[-1],
+    )
 
 
 @pytest.mark.slow
@@ -123,8 +141,11 @@ def test_write_interval(tmp_path):
     prepared = prepare(Request("cavity2D", "ci", steps=30, write_interval=10), env=env)
     work = prepared.copy_to(tmp_path / "case")
     assert run(work, env).problems == []
-    times = sorted(float(p.name) for p in (work.path / "processor0").iterdir()
-                   if re.fullmatch(r"[\d.e-]+", p.name))
+    times = sorted(
+        float(p.name)
+        for p in (work.path / "processor0").iterdir()
+        if re.fullmatch(r"[\d.e-]+", p.name)
+    )
     dt = work.delta_t
     assert times == pytest.approx([0, 10 * dt, 20 * dt, 30 * dt])
 
@@ -164,23 +185,38 @@ def test_a_time_step_beyond_the_courant_limit_fails_the_sanity(tmp_path, monkeyp
 
 # --- bad input --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, message", [
-    (["prepare", "bogus"], "cases: unknown case 'bogus' -- choose from pitzDaily, "
-                           "laplacianFoam, cavity2D, cavity3D, hpcCavity3D, damBreak2D, "
-                           "damBreak3D, motorbike (cases/catalog.py)"),
-    (["prepare", "pitzDaily", "--size", "huge"],
-     "cases: unknown size 'huge' for pitzDaily -- use one of ci, small, vsc5, hpc2 or a cell "
-     "count such as 250k or 2M"),
-    (["prepare", "pitzDaily", "--size", "100"],
-     "cases: pitzDaily cannot be made with 100 cells: its meshes span 12,225 to 1,956,000,000 "
-     "cells -- ask for a count in that range or a named size (ci, small, vsc5, hpc2)"),
-    (["prepare", "pitzDaily", "-n", "20000"],
-     "cases: pitzDaily at size ci has 12,225 cells: it cannot be split into 20,000 subdomains "
-     "-- use a larger size or fewer subdomains"),
-    (["prepare", "motorbike", "--size", "1M"],
-     "cases: motorbike takes named sizes only (ci, small, S, M, L): its final cell count comes "
-     "from snappyHexMesh, so a count cannot be aimed at"),
-])
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["prepare", "bogus"],
+            "cases: unknown case 'bogus' -- choose from pitzDaily, "
+            "laplacianFoam, cavity2D, cavity3D, hpcCavity3D, damBreak2D, "
+            "damBreak3D, motorbike (cases/catalog.py)",
+        ),
+        (
+            ["prepare", "pitzDaily", "--size", "huge"],
+            "cases: unknown size 'huge' for pitzDaily -- use one of ci, small, vsc5, hpc2 or a cell "
+            "count such as 250k or 2M",
+        ),
+        (
+            ["prepare", "pitzDaily", "--size", "100"],
+            "cases: pitzDaily cannot be made with 100 cells: its meshes span 12,225 to 1,956,000,000 "
+            "cells -- ask for a count in that range or a named size (ci, small, vsc5, hpc2)",
+        ),
+        (
+            ["prepare", "pitzDaily", "-n", "20000"],
+            "cases: pitzDaily at size ci has 12,225 cells: it cannot be split into 20,000 subdomains "
+            "-- use a larger size or fewer subdomains",
+        ),
+        (
+            ["prepare", "motorbike", "--size", "1M"],
+            "cases: motorbike takes named sizes only (ci, small, S, M, L): its final cell count comes "
+            "from snappyHexMesh, so a count cannot be aimed at",
+        ),
+    ],
+)
 def test_bad_input_is_one_line(args, message):
     done = cases_cli(*args)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", message + "\n")
@@ -189,9 +225,10 @@ def test_bad_input_is_one_line(args, message):
 def test_a_failed_mesher_names_the_step_and_its_log(tmp_path, monkeypatch):
     # An inside-out block (negative depth): the cell counts are fine, blockMesh refuses it.
     case = CASES["cavity2D"]
-    broken = dict(case.sizes, ci=dataclasses.replace(case.sizes["ci"],
-                                                    params={**case.sizes["ci"].params,
-                                                            "depth": -0.1}))
+    broken = dict(
+        case.sizes,
+        ci=dataclasses.replace(case.sizes["ci"], params={**case.sizes["ci"].params, "depth": -0.1}),
+    )
     monkeypatch.setitem(catalog.CASES, "cavity2D", dataclasses.replace(case, sizes=broken))
     with pytest.raises(CaseError) as err:
         prepare(Request("cavity2D", "ci", subdomains=1), cache=tmp_path, env=foam_env())
@@ -208,18 +245,23 @@ def test_unwritable_cache_is_one_line(tmp_path):
     env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path / "file"))
     done = cases_cli("prepare", "cavity2D", env=env)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (f"cases: cannot use the case cache {tmp_path}/file/cases (Not a "
-                           f"directory) -- set TOPOFOAM_CACHE to a folder you can write\n")
+    assert done.stderr == (
+        f"cases: cannot use the case cache {tmp_path}/file/cases (Not a "
+        f"directory) -- set TOPOFOAM_CACHE to a folder you can write\n"
+    )
 
 
 def test_missing_motorbike_geometry(tmp_path):
-    env = dict(foam_env(), FOAM_TUTORIALS=str(tmp_path / "none"),
-               TOPOFOAM_CACHE=str(tmp_path / "cache"))
+    env = dict(
+        foam_env(), FOAM_TUTORIALS=str(tmp_path / "none"), TOPOFOAM_CACHE=str(tmp_path / "cache")
+    )
     done = cases_cli("prepare", "motorbike", env=env)
     assert done.returncode == 2
-    assert done.stderr.splitlines()[-1] + "\n" == (f"cases: meshing: {tmp_path}/none/resources/geometry/motorBike.obj.gz "
-                           f"is missing -- install the OpenFOAM tutorials (Debian: "
-                           f"openfoam-examples) or set FOAM_TUTORIALS\n")
+    assert done.stderr.splitlines()[-1] + "\n" == (
+        f"cases: meshing: {tmp_path}/none/resources/geometry/motorBike.obj.gz "
+        f"is missing -- install the OpenFOAM tutorials (Debian: "
+        f"openfoam-examples) or set FOAM_TUTORIALS\n"
+    )
 
 
 # --- the log checks themselves ----------------------------------------------------------------
@@ -237,15 +279,19 @@ End
 def test_log_checks_report_what_fails():
     inter = {c.name: c for c in catalog.INTER_CHECKS}
     assert evaluate(inter["water volume fraction drift"], LOG) == (
-        "water volume fraction drift: 0.1 -> 0.1002 is a drift of 0.002, more than 0.001")
+        "water volume fraction drift: 0.1 -> 0.1002 is a drift of 0.002, more than 0.001"
+    )
     assert evaluate(inter["alpha.water minimum"], LOG) == (
-        "alpha.water minimum: -0.01 is below -0.001")
+        "alpha.water minimum: -0.01 is below -0.001"
+    )
     assert evaluate(inter["Courant number (max)"], LOG) == (
-        "Courant number (max): the solver logged nan or inf")
+        "Courant number (max): the solver logged nan or inf"
+    )
     assert check_log(LOG, 3, [])[0] == "the solver did 2 time steps, the case asks for 3"
     falls = catalog.Check("c", r"^x = (\S+)", "falls", 0.1)
-    assert evaluate(falls, "x = 10\nx = 2\n") == ("c: 10 -> 2, it did not fall below 0.1 of "
-                                                  "its first value")
+    assert evaluate(falls, "x = 10\nx = 2\n") == (
+        "c: 10 -> 2, it did not fall below 0.1 of its first value"
+    )
     assert evaluate(falls, "x = 10\nx = 0.5\n") is None
 
 
@@ -254,6 +300,7 @@ def test_blockmesh_without_hex_blocks_names_the_file(tmp_path):
     system.mkdir()
     (system / "blockMeshDict").write_text(
         "FoamFile { version 2.0; format ascii; class dictionary; object blockMeshDict; }\n"
-        "blocks ();\n")
+        "blocks ();\n"
+    )
     with pytest.raises(CaseError, match=rf"{system}/blockMeshDict: no hex blocks found"):
         blockmesh_cells(tmp_path)

@@ -56,8 +56,9 @@ int main(int argc, char** argv)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmulatedCluster(3, root=tmp_path_factory.mktemp("emu") / "cluster", port=free_port(),
-                        subnet="10.77.7")
+    c = EmulatedCluster(
+        3, root=tmp_path_factory.mktemp("emu") / "cluster", port=free_port(), subnet="10.77.7"
+    )
     c.start()
     yield c
     c.stop()
@@ -67,8 +68,9 @@ def cluster(tmp_path_factory):
 def hello(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hello")
     (folder / "hello.c").write_text(HELLO)
-    subprocess.run(["mpicc", "-O2", "-o", str(folder / "hello"), str(folder / "hello.c")],
-                   check=True)
+    subprocess.run(
+        ["mpicc", "-O2", "-o", str(folder / "hello"), str(folder / "hello.c")], check=True
+    )
     return folder / "hello"
 
 
@@ -84,8 +86,13 @@ def ranks(output: str) -> dict[int, tuple[str, str]]:
 
 def test_three_nodes(cluster):
     assert cluster.node_states() == {"node1": "idle", "node2": "idle", "node3": "idle"}
-    done = subprocess.run(["srun", "-N", "3", "hostname"], env=cluster.client_env(),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["srun", "-N", "3", "hostname"],
+        env=cluster.client_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert sorted(done.stdout.split()) == ["node1", "node2", "node3"]
 
 
@@ -94,8 +101,13 @@ def test_mpi_ranks_follow_an_arbitrary_hostfile(cluster, hello, tmp_path):
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("\n".join(order) + "\n")
     env = dict(cluster.client_env(), SLURM_HOSTFILE=str(hostfile))
-    done = subprocess.run(["srun", "--distribution=arbitrary", "-n", "4", "--mpi=pmix",
-                           str(hello)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["srun", "--distribution=arbitrary", "-n", "4", "--mpi=pmix", str(hello)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert {r: host for r, (host, _) in ranks(done.stdout).items()} == dict(enumerate(order))
 
@@ -111,10 +123,14 @@ def test_mpi_ranks_follow_rankmaps_rankfile_from_the_allocation(cluster, hello, 
 mpirun -np 4 -rf {out}/rankfile {hello}
 """)
     log = tmp_path / "job.out"
-    done = subprocess.run(["sbatch", "--wait", "-N", "2", "--ntasks-per-node=2",
-                           f"--output={log}", str(script)],
-                          env=dict(foam_env(), **cluster.client_env()),
-                          capture_output=True, text=True, timeout=180, cwd=REPO)
+    done = subprocess.run(
+        ["sbatch", "--wait", "-N", "2", "--ntasks-per-node=2", f"--output={log}", str(script)],
+        env=dict(foam_env(), **cluster.client_env()),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr + log.read_text()
     placed = ranks(log.read_text())
     rankfile = (out / "rankfile").read_text().split("\n")[:-1]
@@ -129,8 +145,13 @@ def test_each_node_keeps_its_shared_memory_to_itself(cluster, hello):
     """Ranks on one node talk through shared-memory files; each node keeps them in its own
     TmpFS (a folder only its mount namespace sees), never in the machine's /dev/shm, where
     a killed step's files outlive it and meet the same names in the next cluster."""
-    done = subprocess.run(["srun", "-N", "2", "--ntasks-per-node=2", "--mpi=pmix", str(hello)],
-                          env=cluster.client_env(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["srun", "-N", "2", "--ntasks-per-node=2", "--mpi=pmix", str(hello)],
+        env=cluster.client_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert len(ranks(done.stdout)) == 4
     mapped = re.findall(r"^rank \d+ on (\S+) maps (\S+)$", done.stdout, re.M)
@@ -143,9 +164,23 @@ def test_each_node_keeps_its_shared_memory_to_itself(cluster, hello):
 def test_openfoam_across_two_nodes(cluster, tmp_path):
     case = decomposed_case(tmp_path / "cavity", (20, 20, 1), 4)
     env = dict(foam_env(), **cluster.client_env())
-    done = subprocess.run(["srun", "-N", "2", "--ntasks-per-node=2", "--mpi=pmix", "icoFoam",
-                           "-parallel", "-case", str(case)], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [
+            "srun",
+            "-N",
+            "2",
+            "--ntasks-per-node=2",
+            "--mpi=pmix",
+            "icoFoam",
+            "-parallel",
+            "-case",
+            str(case),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     hosts = re.search(r"^Hosts\s*:\s*\n\(\n(.*?)\n\)", done.stdout, re.M | re.S).group(1)
     assert sorted(hosts.split()) == ["(node1", "(node2", "2)", "2)"]
@@ -176,8 +211,9 @@ def test_stop_leaves_nothing_and_start_cleans_a_crashed_run(tmp_path):
         second.stop()
     assert leftovers(second) == ([], [], {})
     for pid in pids.values():
-        assert not Path(f"/proc/{pid}").exists() or \
-            Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+        assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(
+            ") "
+        )[1].startswith("Z")
 
 
 def test_stop_ends_the_job_steps_still_running_on_the_nodes(tmp_path):
@@ -185,9 +221,13 @@ def test_stop_ends_the_job_steps_still_running_on_the_nodes(tmp_path):
     the node's namespace (an interrupted run left ranks computing otherwise)."""
     c = EmulatedCluster(1, root=tmp_path / "c3", port=free_port(), subnet="10.77.6")
     c.start()
-    step = subprocess.Popen(["srun", "-N", "1", "sleep", "300"], env=c.client_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    step = subprocess.Popen(
+        ["srun", "-N", "1", "sleep", "300"],
+        env=c.client_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not _in_netns(c.netns["node1"], "sleep"):
@@ -196,10 +236,11 @@ def test_stop_ends_the_job_steps_still_running_on_the_nodes(tmp_path):
         assert running, "the job step did not start"
     finally:
         c.stop()
-        os.killpg(step.pid, signal.SIGKILL)      # srun and the helper it forked
+        os.killpg(step.pid, signal.SIGKILL)  # srun and the helper it forked
         step.wait()
-    assert not Path(f"/proc/{running}").exists() or \
-        Path(f"/proc/{running}/stat").read_text().split(") ")[1].startswith("Z")
+    assert not Path(f"/proc/{running}").exists() or Path(f"/proc/{running}/stat").read_text().split(
+        ") "
+    )[1].startswith("Z")
 
 
 def test_mpi_steps_start_whatever_the_depth_of_the_run_folder(tmp_path, hello):
@@ -209,8 +250,13 @@ def test_mpi_steps_start_whatever_the_depth_of_the_run_folder(tmp_path, hello):
     c = EmulatedCluster(1, root=deep, port=free_port(), subnet="10.77.5")
     c.start()
     try:
-        done = subprocess.run(["srun", "-N", "1", "-n", "2", "--mpi=pmix", str(hello)],
-                              env=c.client_env(), capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["srun", "-N", "1", "-n", "2", "--mpi=pmix", str(hello)],
+            env=c.client_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         c.stop()
     assert done.returncode == 0, done.stderr
@@ -219,8 +265,9 @@ def test_mpi_steps_start_whatever_the_depth_of_the_run_folder(tmp_path, hello):
 
 def _in_netns(ns: str, command: str) -> int | None:
     """PID of a process running ``command`` in network namespace ``ns``."""
-    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
-                              text=True).stdout.split():
+    for pid in subprocess.run(
+        ["ip", "netns", "pids", ns], capture_output=True, text=True
+    ).stdout.split():
         try:
             argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
             if Path(argv0.decode()).name == command:
@@ -250,14 +297,36 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
     import time
 
     run = tmp_path / "run"
-    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_RUN=str(run),
-               TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_EMU_SUBNET="10.77.11")
+    env = dict(
+        os.environ,
+        TOPOFOAM_RESULTS=str(tmp_path),
+        TOPOFOAM_RUN=str(run),
+        TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_EMU_SUBNET="10.77.11",
+    )
     # Three runs (1, 2, 4 nodes), each holding its nodes 30 s after the solver.
     bench = subprocess.Popen(
-        [PYTHON, "-m", "localsite.cli", "run", "--partition", "emu", "--tag", "multinode", "--",
-         "-n", "MultiNodeRun%variant=standard%launcher_kind=srun",
-         "-S", "MultiNodeRun.postrun_cmds=sleep 30"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            PYTHON,
+            "-m",
+            "localsite.cli",
+            "run",
+            "--partition",
+            "emu",
+            "--tag",
+            "multinode",
+            "--",
+            "-n",
+            "MultiNodeRun%variant=standard%launcher_kind=srun",
+            "-S",
+            "MultiNodeRun.postrun_cmds=sleep 30",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         conf = run / "cluster" / "slurm.conf"
         deadline = time.monotonic() + 600
@@ -266,13 +335,18 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
             time.sleep(1)
             if not conf.exists():
                 continue
-            jobs = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%D"], capture_output=True,
-                                  text=True, env=dict(env, SLURM_CONF=str(conf))).stdout.split()
+            jobs = subprocess.run(
+                ["squeue", "-h", "-t", "R", "-o", "%D"],
+                capture_output=True,
+                text=True,
+                env=dict(env, SLURM_CONF=str(conf)),
+            ).stdout.split()
             if "4" in jobs:
-                time.sleep(3)   # the solver has started on all four nodes
+                time.sleep(3)  # the solver has started on all four nodes
                 netns = json.loads((run / "cluster" / "state.json").read_text())["netns"][3]
-                pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True,
-                                      text=True).stdout.split()
+                pids = subprocess.run(
+                    ["ip", "netns", "pids", netns], capture_output=True, text=True
+                ).stdout.split()
                 subprocess.run(["kill", "-9", *pids])
                 killed = netns
         out, _ = bench.communicate(timeout=900)
@@ -281,11 +355,13 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
             bench.kill()
     assert killed, "no 4-node job was seen running"
     assert bench.returncode == 1, out[-3000:]
-    assert re.search(r"FAILED MultiNodeRun %variant=standard %launcher_kind=srun "
-                     r"%prepared.case=cavity2D %prepared.ranks=8 @emu: fail in sanity: sanity "
-                     r"error: the batch job was cancelled by Slurm \(JOB \d+ ON node1 CANCELLED "
-                     r"AT \S+ DUE TO NODE FAILURE",
-                     out), out[-3000:]
+    assert re.search(
+        r"FAILED MultiNodeRun %variant=standard %launcher_kind=srun "
+        r"%prepared.case=cavity2D %prepared.ranks=8 @emu: fail in sanity: sanity "
+        r"error: the batch job was cancelled by Slurm \(JOB \d+ ON node1 CANCELLED "
+        r"AT \S+ DUE TO NODE FAILURE",
+        out,
+    ), out[-3000:]
     rows = (tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log").read_text()
     kept = re.findall(r"\|pass\|.*?%prepared.ranks=(\d+)\|", rows)
     assert sorted(kept) == ["2", "4"]

@@ -18,47 +18,86 @@ from topofoam import mpicount
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    return mpicount.build(tmp_path_factory.mktemp('mpicount'))
+    return mpicount.build(tmp_path_factory.mktemp("mpicount"))
 
 
 def prepare(case, steps, dest):
-    done = subprocess.run([PYTHON, '-m', 'cases', 'prepare', case, '--size', 'ci', '-n', '2',
-                           '--steps', str(steps), '--out', str(dest)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "cases",
+            "prepare",
+            case,
+            "--size",
+            "ci",
+            "-n",
+            "2",
+            "--steps",
+            str(steps),
+            "--out",
+            str(dest),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return dest
 
 
 def counted_run(lib, case_dir, solver):
-    out = case_dir / 'counts'
+    out = case_dir / "counts"
     env = dict(foam_env(), **mpicount.preload(lib, out))
-    done = subprocess.run(['mpirun', '-np', '2', '--oversubscribe', '-x', 'LD_PRELOAD',
-                           '-x', 'TOPOFOAM_MPICOUNT_DIR', '-x', 'WM_PROJECT_DIR',
-                           '-x', 'LD_LIBRARY_PATH', solver, '-parallel', '-case', str(case_dir)],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            "mpirun",
+            "-np",
+            "2",
+            "--oversubscribe",
+            "-x",
+            "LD_PRELOAD",
+            "-x",
+            "TOPOFOAM_MPICOUNT_DIR",
+            "-x",
+            "WM_PROJECT_DIR",
+            "-x",
+            "LD_LIBRARY_PATH",
+            solver,
+            "-parallel",
+            "-case",
+            str(case_dir),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return mpicount.read(out, ranks=2), done.stdout
 
 
 def test_every_rank_writes_its_counts(lib, tmp_path):
-    case = prepare('hpcCavity3D', 2, tmp_path / 'case')
-    calls, log = counted_run(lib, case, 'icoFoam')
-    assert 'End' in log
-    assert calls['MPI_Allreduce'] > 0 and calls.get('MPI_Isend', 0) > 0
-    assert len(list((case / 'counts').glob('mpicount.*'))) == 2
+    case = prepare("hpcCavity3D", 2, tmp_path / "case")
+    calls, log = counted_run(lib, case, "icoFoam")
+    assert "End" in log
+    assert calls["MPI_Allreduce"] > 0 and calls.get("MPI_Isend", 0) > 0
+    assert len(list((case / "counts").glob("mpicount.*"))) == 2
 
 
 def with_iterations(case, dest, iterations):
     """A copy of ``case`` whose pressure solves do exactly ``iterations`` iterations."""
     from foamlib import FoamFile
+
     shutil.copytree(case, dest)
-    solution = FoamFile(dest / 'system' / 'fvSolution')
-    for name in ('p', 'pFinal'):
-        if name in solution['solvers']:
-            solution['solvers', name, 'minIter'] = iterations
-            solution['solvers', name, 'maxIter'] = iterations
+    solution = FoamFile(dest / "system" / "fvSolution")
+    for name in ("p", "pFinal"):
+        if name in solution["solvers"]:
+            solution["solvers", name, "minIter"] = iterations
+            solution["solvers", name, "maxIter"] = iterations
     return dest
 
 
@@ -66,13 +105,13 @@ def test_stock_pcg_makes_three_blocking_reductions_per_iteration(lib, tmp_path):
     """hpcCavity3D solves p with PCG+DIC at fixed iterations: two runs that differ only in
     that count differ by 3 MPI_Allreduce calls per extra iteration (per rank): wA.rA and
     wA.pA, and the residual's gSumMag."""
-    case = prepare('hpcCavity3D', 2, tmp_path / 'case')
+    case = prepare("hpcCavity3D", 2, tmp_path / "case")
     runs = {}
     for k in (5, 9):
-        calls, log = counted_run(lib, with_iterations(case, tmp_path / f'k{k}', k), 'icoFoam')
-        solves = re.findall(r'DICPCG:\s+Solving for p,.*No Iterations (\d+)', log)
+        calls, log = counted_run(lib, with_iterations(case, tmp_path / f"k{k}", k), "icoFoam")
+        solves = re.findall(r"DICPCG:\s+Solving for p,.*No Iterations (\d+)", log)
         assert solves and all(int(n) == k for n in solves), solves
-        runs[k] = calls['MPI_Allreduce'], len(solves)
+        runs[k] = calls["MPI_Allreduce"], len(solves)
     (a5, solves), (a9, solves9) = runs[5], runs[9]
     assert solves == solves9
     per_iteration = (a9 - a5) / 2 / (solves * (9 - 5))
@@ -84,8 +123,8 @@ def test_stock_mules_exchanges_sizes_every_limiter_iteration(lib, tmp_path):
     first: the redundant size exchange optMULES removes."""
     per_run = {}
     for steps in (2, 4):
-        case = prepare('damBreak2D', steps, tmp_path / f's{steps}')
-        calls, log = counted_run(lib, case, 'interFoam')
-        per_run[steps] = calls.get('MPI_Alltoall', 0)
-    per_step = (per_run[4] - per_run[2]) / 2 / 2        # 2 more steps, 2 ranks
+        case = prepare("damBreak2D", steps, tmp_path / f"s{steps}")
+        calls, log = counted_run(lib, case, "interFoam")
+        per_run[steps] = calls.get("MPI_Alltoall", 0)
+    per_step = (per_run[4] - per_run[2]) / 2 / 2  # 2 more steps, 2 ranks
     assert per_step >= 3, per_run

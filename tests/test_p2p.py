@@ -15,8 +15,13 @@ PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
 @pytest.fixture(scope="module")
 def p2p_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
-    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"),
-               TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()))
+    env = dict(
+        os.environ,
+        TOPOFOAM_RESULTS=str(results),
+        TOPOFOAM_RUN=str(results / "run"),
+        TOPOFOAM_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_SLURMD_PORT=str(free_port()),
+    )
     done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "p2p", env=env)
     return done, results
 
@@ -42,27 +47,67 @@ def test_round_trips_measured_on_their_cores(p2p_run):
 def test_the_measurements_become_rankmaps_cost_vector(p2p_run, tmp_path):
     _, results = p2p_run
     table = tmp_path / "p2p.csv"
-    made = subprocess.run([PYTHON, "-m", "topofoam.p2p", str(results / "perflogs" / "local"),
-                           "--out", str(table)], cwd=REPO, capture_output=True, text=True)
+    made = subprocess.run(
+        [PYTHON, "-m", "topofoam.p2p", str(results / "perflogs" / "local"), "--out", str(table)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stderr
     measured = rows(results / "perflogs" / "local" / "cpu" / "PingPongRun.log")[0]
     with open(table, newline="") as f:
-        written = {(r["system"], r["size"]): r
-                   for r in csv.DictReader(ln for ln in f if not ln.startswith("#"))}
+        written = {
+            (r["system"], r["size"]): r
+            for r in csv.DictReader(ln for ln in f if not ln.startswith("#"))
+        }
     cpu = written["local:cpu", "10"]
-    assert float(cpu["intra_numa_node"]) == pytest.approx(float(measured["rtt_10_value"]),
-                                                          abs=1e-3)
+    assert float(cpu["intra_numa_node"]) == pytest.approx(float(measured["rtt_10_value"]), abs=1e-3)
     assert cpu["inter_numa_node"] == cpu["inter_numa_domain"] == cpu["inter_node"] == ""
-    done = subprocess.run([PYTHON, "-m", "rankmap", "analyze", "grid:2x1", "--topology", "local",
-                           "--nodes", "1", "--cost-table", str(table), "--cost-system",
-                           "local:cpu", "--cost-size", "10"], cwd=REPO, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "rankmap",
+            "analyze",
+            "grid:2x1",
+            "--topology",
+            "local",
+            "--nodes",
+            "1",
+            "--cost-table",
+            str(table),
+            "--cost-system",
+            "local:cpu",
+            "--cost-size",
+            "10",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     # A level the machine lacks costs what the next faster one does.
     us = float(cpu["intra_numa_node"])
     assert f"costs us/level {[us] * 4}" in done.stdout
-    bad = subprocess.run([PYTHON, "-m", "rankmap", "analyze", "grid:2x1", "--topology", "local",
-                          "--nodes", "1", "--cost-table", str(table), "--cost-system", "vsc5"],
-                         cwd=REPO, capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "rankmap",
+            "analyze",
+            "grid:2x1",
+            "--topology",
+            "local",
+            "--nodes",
+            "1",
+            "--cost-table",
+            str(table),
+            "--cost-system",
+            "vsc5",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith(f"rankmap: no latency row for vsc5 at size 1000 in {table}")

@@ -26,8 +26,16 @@ def test_every_patch_has_a_header(series):
 def dry_run(series: Path, tree: Path) -> subprocess.CompletedProcess:
     """Apply the series in order to a scratch copy of the files it touches."""
     return subprocess.run(
-        ["bash", "-c", 'set -e; for p in "$0"/*.patch; do patch -p1 --forward -s < "$p"; done',
-         str(series)], cwd=tree, capture_output=True, text=True)
+        [
+            "bash",
+            "-c",
+            'set -e; for p in "$0"/*.patch; do patch -p1 --forward -s < "$p"; done',
+            str(series),
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
 
 
 def scratch_copy(src: Path, dest: Path, series: Path) -> Path:
@@ -52,8 +60,11 @@ def test_esi_v1912_applies_to_debians_source(tmp_path):
 ORG12 = os.environ.get("OPENFOAM_ORG12_SRC")
 
 
-@pytest.mark.skipif(not ORG12, reason="OPENFOAM_ORG12_SRC does not name an OpenFOAM-12 source "
-                                      "tree: set it to check patches/org-12 applies")
+@pytest.mark.skipif(
+    not ORG12,
+    reason="OPENFOAM_ORG12_SRC does not name an OpenFOAM-12 source "
+    "tree: set it to check patches/org-12 applies",
+)
 def test_org12_applies_to_openfoam_12(tmp_path):
     series = REPO / "patches" / "org-12"
     tree = scratch_copy(Path(ORG12), tmp_path, series)

@@ -15,7 +15,7 @@ from rankmap.errors import InputError
 from rankmap.schedule import hierarchical, openfoam_tree
 
 # Small machines with every level present, as hwloc synthetic descriptions.
-SMALL = "pack:2 numa:2 core:3 pu:1"     # 12 cores: 2 domains x 2 NUMA nodes x 3 cores
+SMALL = "pack:2 numa:2 core:3 pu:1"  # 12 cores: 2 domains x 2 NUMA nodes x 3 cores
 
 
 @pytest.fixture(scope="module")
@@ -51,25 +51,31 @@ def check_schedule_levels(placement, schedule):
     """Tree rooted at rank 0; each level has exactly (groups below - groups above) edges."""
     schedule.check()
     node, dom, numa = placement.node_of, placement.domain_of(), placement.numa_of()
-    groups = [len(set(zip(node.tolist(), dom.tolist(), numa.tolist()))),
-              len(set(zip(node.tolist(), dom.tolist()))), placement.nodes, 1]
-    expected = [placement.node_of.size - groups[0]] + [groups[i] - groups[i + 1]
-                                                       for i in range(3)]
+    groups = [
+        len(set(zip(node.tolist(), dom.tolist(), numa.tolist()))),
+        len(set(zip(node.tolist(), dom.tolist()))),
+        placement.nodes,
+        1,
+    ]
+    expected = [placement.node_of.size - groups[0]] + [groups[i] - groups[i + 1] for i in range(3)]
     assert schedule.edges_per_level() == expected
     assert schedule.edges_per_level()[3] == placement.nodes - 1
 
 
-@pytest.mark.parametrize("case,spec,nodes", [
-    ("cavity2d", SMALL, 2),            # 12 per node: full nodes
-    ("cavity2d", "pack:2 numa:2 core:4 pu:1", 3),   # 8 of 16 cores per node: spread evenly
-    ("cavity3d", SMALL, 3),
-    ("cavity3d", "oci-nps2", 1),
-])
+@pytest.mark.parametrize(
+    "case,spec,nodes",
+    [
+        ("cavity2d", SMALL, 2),  # 12 per node: full nodes
+        ("cavity2d", "pack:2 numa:2 core:4 pu:1", 3),  # 8 of 16 cores per node: spread evenly
+        ("cavity3d", SMALL, 3),
+        ("cavity3d", "oci-nps2", 1),
+    ],
+)
 def test_hierarchical_placement_on_real_decompositions(case, spec, nodes, request):
     g = graph.from_processor_dirs(request.getfixturevalue(case))
     machine = topology.load(spec)
     placement = mapping.hierarchical(g, machine, nodes)
-    placement.check()                                   # one rank per core, equal nodes
+    placement.check()  # one rank per core, equal nodes
     ppn = g.n // nodes
     assert np.bincount(placement.node_of).tolist() == [ppn] * nodes
     # Fewer ranks than cores: NUMA nodes of a node differ by at most one rank.
@@ -98,8 +104,10 @@ def test_default_schedule_is_openfoams_tree_for_block(cavity3d):
 
 def test_xml_file_equals_synthetic(tmp_path):
     xml = tmp_path / "machine.xml"
-    subprocess.run(["lstopo-no-graphics", "--input", "pack:2 numa:8 core:8 pu:1", "--of", "xml",
-                    str(xml)], check=True)
+    subprocess.run(
+        ["lstopo-no-graphics", "--input", "pack:2 numa:8 core:8 pu:1", "--of", "xml", str(xml)],
+        check=True,
+    )
     a, b = topology.load(str(xml)), topology.load("vsc5")
     for attr in ("domain", "numa", "core_in_domain", "pu_os"):
         assert getattr(a, attr).tolist() == getattr(b, attr).tolist()
@@ -114,16 +122,24 @@ def test_numa_node_spanning_packages_counts_per_package():
 
 
 def test_presets_match_the_seeds_systems():
-    shapes = {name: (m.n_domains, m.n_numa, m.cores)
-              for name in topology.PRESETS for m in [topology.load(name)]}
-    assert shapes == {"vsc5": (2, 16, 128), "hpc2": (4, 4, 48), "oci-nps1": (2, 2, 36),
-                      "oci-nps2": (2, 4, 36)}
+    shapes = {
+        name: (m.n_domains, m.n_numa, m.cores)
+        for name in topology.PRESETS
+        for m in [topology.load(name)]
+    }
+    assert shapes == {
+        "vsc5": (2, 16, 128),
+        "hpc2": (4, 4, 48),
+        "oci-nps1": (2, 2, 36),
+        "oci-nps2": (2, 4, 36),
+    }
 
 
 def test_this_machine():
     m = topology.load("local")
-    out = subprocess.run(["hwloc-calc", "--number-of", "core", "all"], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        ["hwloc-calc", "--number-of", "core", "all"], capture_output=True, text=True, check=True
+    )
     assert m.cores == int(out.stdout)
 
 
@@ -135,12 +151,26 @@ def test_rankfile_binds_ranks_where_it_says(tmp_path):
     host = socket.gethostname()
     rankfile = outputs.rankfile(placement, [host], tmp_path / "rankfile")
     done = subprocess.run(
-        ["mpirun", "-np", "2", "-rf", str(rankfile), "bash", "-c",
-         "echo rank $OMPI_COMM_WORLD_RANK $(grep Cpus_allowed_list /proc/self/status)"],
-        capture_output=True, text=True, env=foam_env(), timeout=60)
+        [
+            "mpirun",
+            "-np",
+            "2",
+            "-rf",
+            str(rankfile),
+            "bash",
+            "-c",
+            "echo rank $OMPI_COMM_WORLD_RANK $(grep Cpus_allowed_list /proc/self/status)",
+        ],
+        capture_output=True,
+        text=True,
+        env=foam_env(),
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    bound = {int(m.group(1)): m.group(2)
-             for m in re.finditer(r"rank (\d+) Cpus_allowed_list:\s*(\S+)", done.stdout)}
+    bound = {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(r"rank (\d+) Cpus_allowed_list:\s*(\S+)", done.stdout)
+    }
     expected = outputs.cpu_maps(placement, [host])[host]
     assert bound == {r: str(expected[r]) for r in range(2)}
 
@@ -155,8 +185,11 @@ def test_launcher_files(cavity3d, tmp_path):
     for r, line in enumerate(lines):
         host, p, c = re.fullmatch(rf"rank {r}=(\w+) slot=(\d+):(\d+)", line).groups()
         core = placement.core_of[r]
-        assert (host, int(p), int(c)) == (hosts[placement.node_of[r]], machine.domain[core],
-                                          machine.core_in_domain[core])
+        assert (host, int(p), int(c)) == (
+            hosts[placement.node_of[r]],
+            machine.domain[core],
+            machine.core_in_domain[core],
+        )
     hostfile = outputs.slurm_hostfile(placement, hosts, tmp_path / "hf").read_text().split()
     assert hostfile == [hosts[n] for n in placement.node_of]
     maps = outputs.cpu_maps(placement, hosts)
@@ -193,8 +226,11 @@ def test_missing_processor_folder(cavity2d, tmp_path):
     shutil.copytree(cavity2d, case)
     shutil.rmtree(case / "processor5")
     shutil.rmtree(case / "processor6")
-    with pytest.raises(InputError, match=rf"{case}: processor folders missing: 5-6 of 0-23 -- "
-                                         r"the decomposition is partial"):
+    with pytest.raises(
+        InputError,
+        match=rf"{case}: processor folders missing: 5-6 of 0-23 -- "
+        r"the decomposition is partial",
+    ):
         graph.from_processor_dirs(case)
     (case / "processor7" / "constant" / "polyMesh" / "boundary").unlink()
     shutil.copytree(cavity2d / "processor5", case / "processor5")
@@ -209,10 +245,13 @@ def test_asymmetric_patch_is_reported(cavity2d, tmp_path):
     boundary = case / "processor0" / "constant" / "polyMesh" / "boundary"
     text = boundary.read_text()
     m = re.search(r"(procBoundary0to(\d+)\s*\{[^}]*?nFaces\s+)(\d+);", text)
-    boundary.write_text(text[:m.start(3)] + str(int(m.group(3)) + 1) + text[m.end(3):])
-    with pytest.raises(InputError, match=rf"asymmetric processor patch\(es\): processor0->"
-                                         rf"processor{m.group(2)}: {int(m.group(3)) + 1} faces, "
-                                         rf"back: {m.group(3)}"):
+    boundary.write_text(text[: m.start(3)] + str(int(m.group(3)) + 1) + text[m.end(3) :])
+    with pytest.raises(
+        InputError,
+        match=rf"asymmetric processor patch\(es\): processor0->"
+        rf"processor{m.group(2)}: {int(m.group(3)) + 1} faces, "
+        rf"back: {m.group(3)}",
+    ):
         graph.from_processor_dirs(case)
 
 
@@ -222,8 +261,19 @@ def test_bad_topologies(tmp_path):
     with pytest.raises(InputError, match=rf"{bad}: not valid XML"):
         topology.load(str(bad))
     het = tmp_path / "het.xml"
-    subprocess.run(["lstopo-no-graphics", "--input", "pack:2 numa:1 core:4 pu:1", "--restrict",
-                    "0x7f", "--of", "xml", str(het)], check=True)
+    subprocess.run(
+        [
+            "lstopo-no-graphics",
+            "--input",
+            "pack:2 numa:1 core:4 pu:1",
+            "--restrict",
+            "0x7f",
+            "--of",
+            "xml",
+            str(het),
+        ],
+        check=True,
+    )
     with pytest.raises(InputError, match=r"heterogeneous node"):
         topology.load(str(het))
     with pytest.raises(InputError, match=r"unknown topology 'vsc6'"):
@@ -237,30 +287,65 @@ def test_layout_errors():
     vsc5 = topology.load("vsc5")
     with pytest.raises(InputError, match="100 ranks do not divide onto 3 nodes"):
         mapping.hierarchical(g, vsc5, 3)
-    with pytest.raises(InputError, match=r"200 per node, more than the 128 cores .* use at "
-                                         r"least 2 nodes"):
+    with pytest.raises(
+        InputError,
+        match=r"200 per node, more than the 128 cores .* use at "
+        r"least 2 nodes",
+    ):
         mapping.hierarchical(graph.grid(20, 10), vsc5, 1)
 
 
 def test_cli_map_and_errors(cavity3d, tmp_path):
     out = tmp_path / "out"
-    done = subprocess.run([PYTHON, "-m", "rankmap", "map", str(cavity3d), "--topology", SMALL,
-                           "--nodes", "3", "--hosts", "a,b,c", "--out", str(out)],
-                          capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "rankmap",
+            "map",
+            str(cavity3d),
+            "--topology",
+            SMALL,
+            "--nodes",
+            "3",
+            "--hosts",
+            "a,b,c",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == [
-        "analysis.json", "bind_rank", "rankfile", "reductionSchedule",
-        "reductionSchedule.block", "slurm.cpu_bind", "slurm.hostfile", "srun.cpu_bind"]
+        "analysis.json",
+        "bind_rank",
+        "rankfile",
+        "reductionSchedule",
+        "reductionSchedule.block",
+        "slurm.cpu_bind",
+        "slurm.hostfile",
+        "srun.cpu_bind",
+    ]
     assert scheduledict.read(out / "reductionSchedule").edges_per_level()[3] == 2
     for args, message in [
-        (["analyze", str(tmp_path / "none"), "--topology", "vsc5", "--nodes", "1"],
-         f"rankmap: case directory {tmp_path / 'none'} does not exist"),
-        (["map", str(cavity3d), "--topology", SMALL, "--nodes", "3", "--out", str(out)],
-         "rankmap: no hosts: run inside a Slurm allocation"),
+        (
+            ["analyze", str(tmp_path / "none"), "--topology", "vsc5", "--nodes", "1"],
+            f"rankmap: case directory {tmp_path / 'none'} does not exist",
+        ),
+        (
+            ["map", str(cavity3d), "--topology", SMALL, "--nodes", "3", "--out", str(out)],
+            "rankmap: no hosts: run inside a Slurm allocation",
+        ),
     ]:
-        done = subprocess.run([PYTHON, "-m", "rankmap", *args], capture_output=True, text=True,
-                              cwd=REPO, env={k: v for k, v in foam_env().items()
-                                             if not k.startswith("SLURM_")})
+        done = subprocess.run(
+            [PYTHON, "-m", "rankmap", *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={k: v for k, v in foam_env().items() if not k.startswith("SLURM_")},
+        )
         assert done.returncode == 2
         assert done.stderr.startswith(message) and "Traceback" not in done.stderr
 
@@ -269,14 +354,33 @@ def test_cli_map_writes_the_launcher_files_of_the_placement_asked_for(tmp_path):
     """--placement cyclic: the rankfile, hostfile and CPU maps deal each node's ranks over its
     NUMA nodes, and reductionSchedule is the schedule of that placement."""
     out = tmp_path / "out"
-    done = subprocess.run([PYTHON, "-m", "rankmap", "map", "grid:4x4", "--topology",
-                           "pack:1 numa:2 core:4 pu:1", "--nodes", "2", "--hosts", "a,b",
-                           "--placement", "cyclic", "--out", str(out)],
-                          capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "rankmap",
+            "map",
+            "grid:4x4",
+            "--topology",
+            "pack:1 numa:2 core:4 pu:1",
+            "--nodes",
+            "2",
+            "--hosts",
+            "a,b",
+            "--placement",
+            "cyclic",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     # 8 ranks a node, 4 cores a NUMA node: ranks alternate between NUMA nodes 0 and 1.
-    assert (out / "slurm.cpu_bind").read_text() == ("a map_cpu:0,4,1,5,2,6,3,7\n"
-                                                   "b map_cpu:0,4,1,5,2,6,3,7\n")
+    assert (out / "slurm.cpu_bind").read_text() == (
+        "a map_cpu:0,4,1,5,2,6,3,7\nb map_cpu:0,4,1,5,2,6,3,7\n"
+    )
     assert (out / "slurm.hostfile").read_text().split() == ["a"] * 8 + ["b"] * 8
     assert "cyclic" in (out / "reductionSchedule").read_text()
     assert "block" in (out / "reductionSchedule.block").read_text()
@@ -287,21 +391,28 @@ def test_srun_binding_per_rank_where_the_nodes_lists_differ(tmp_path):
     bind_rank wrapper binds rank SLURM_PROCID with taskset (real binding, this machine's
     two cores)."""
     machine = topology.load("pack:1 core:2 pu:1")
-    same = mapping.Placement("block", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]),
-                             machine, 2)
-    differ = mapping.Placement("rankmap", np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0]),
-                               machine, 2)
+    same = mapping.Placement("block", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), machine, 2)
+    differ = mapping.Placement(
+        "rankmap", np.array([0, 0, 1, 1]), np.array([0, 1, 1, 0]), machine, 2
+    )
     cpu_bind, wrapper = outputs.srun_binding(same, ["a", "b"], tmp_path)
     assert cpu_bind.read_text() == "map_cpu:0,1\n"
     cpu_bind, wrapper = outputs.srun_binding(differ, ["a", "b"], tmp_path)
     assert cpu_bind.read_text() == "none\n"
     for rank, cpu in enumerate([0, 1, 1, 0]):
-        done = subprocess.run([str(wrapper), "grep", "Cpus_allowed_list", "/proc/self/status"],
-                              env={"SLURM_PROCID": str(rank), "PATH": "/usr/bin:/bin"},
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [str(wrapper), "grep", "Cpus_allowed_list", "/proc/self/status"],
+            env={"SLURM_PROCID": str(rank), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+        )
         assert done.stdout.split() == ["Cpus_allowed_list:", str(cpu)], done.stderr
-    done = subprocess.run([str(wrapper), "true"], env={"SLURM_PROCID": "4", "PATH": "/bin"},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(wrapper), "true"],
+        env={"SLURM_PROCID": "4", "PATH": "/bin"},
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and "no core for rank 4" in done.stderr
 
 
@@ -309,8 +420,12 @@ def test_cell_distribution_gives_the_processor_graph(tmp_path):
     """One decomposePar -cellDist run writes processor folders, constant/cellDecomposition and
     0/cellDist: all three give the same graph."""
     case = decomposed_case(tmp_path / "cavity", (10, 10, 10), 12)
-    subprocess.run(["decomposePar", "-case", str(case), "-force", "-cellDist"], env=foam_env(),
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["decomposePar", "-case", str(case), "-force", "-cellDist"],
+        env=foam_env(),
+        check=True,
+        capture_output=True,
+    )
     expected = [a.tolist() for a in graph.from_processor_dirs(case).arcs()]
     no_folders = tmp_path / "no-folders"
     shutil.copytree(case, no_folders, ignore=shutil.ignore_patterns("processor*"))
@@ -322,6 +437,7 @@ def test_cell_distribution_gives_the_processor_graph(tmp_path):
 
 def test_partition_is_exact_and_never_worse_than_contiguous():
     from rankmap.balance import cut
+
     g = graph.grid(12, 10, 3)
     sizes = [90, 90, 90, 90]
     contiguous = np.repeat(np.arange(4), sizes)
@@ -340,6 +456,7 @@ def test_kahip_partitioner_places_exactly(cavity3d):
 
 def test_refine_keeps_sizes_and_lowers_the_cut():
     from rankmap.balance import cut, refine
+
     g = graph.grid(16, 16)
     rng = np.random.default_rng(3)
     parts = rng.permutation(np.repeat(np.arange(4), 64))
@@ -349,11 +466,19 @@ def test_refine_keeps_sizes_and_lowers_the_cut():
 
 
 def test_bench_quick_prints_the_timing():
-    done = subprocess.run([PYTHON, "-m", "rankmap.bench", "--quick"], capture_output=True,
-                          text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [PYTHON, "-m", "rankmap.bench", "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    assert re.fullmatch(r"speed: 1,280 ranks on 10 VSC-5 nodes: placement \d+\.\d\d s \+ "
-                        r"schedule \d+\.\d\d s = \d+\.\d\d s \(target <= 1 s\)\n", done.stdout)
+    assert re.fullmatch(
+        r"speed: 1,280 ranks on 10 VSC-5 nodes: placement \d+\.\d\d s \+ "
+        r"schedule \d+\.\d\d s = \d+\.\d\d s \(target <= 1 s\)\n",
+        done.stdout,
+    )
 
 
 def test_openfoam_schedule_is_linear_below_nprocssimplesum():

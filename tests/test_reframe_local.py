@@ -24,9 +24,15 @@ def expected(name: str) -> tuple[int, int | None, str]:
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
-    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"),
-               TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()),
-               TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_EMU_SUBNET="10.77.9")
+    env = dict(
+        os.environ,
+        TOPOFOAM_RESULTS=str(results),
+        TOPOFOAM_RUN=str(results / "run"),
+        TOPOFOAM_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_SLURMD_PORT=str(free_port()),
+        TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_EMU_SUBNET="10.77.9",
+    )
     done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "fast", env=env)
     return done, results
 
@@ -41,8 +47,12 @@ def test_run_passes_and_says_where_results_are(local_run):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for partition in PARTITIONS:
         # A preparation fixture and a run per case.
-        assert re.search(rf"^  local:{partition}: {2 * len(CASES)}/{2 * len(CASES)} test cases "
-                         rf"passed", done.stdout, re.M)
+        assert re.search(
+            rf"^  local:{partition}: {2 * len(CASES)}/{2 * len(CASES)} test cases "
+            rf"passed",
+            done.stdout,
+            re.M,
+        )
     assert f"  perflogs: {results / 'perflogs' / 'local'}" in done.stdout
 
 
@@ -57,14 +67,21 @@ def test_perflog_holds_the_solver_log_figures(local_run, partition):
         steps, cells, solver = expected(case)
         row = by_case[case]
         assert row["size"] == "ci"
-        if cells is None:   # the motorbike: snappyHexMesh refines its background mesh
+        if cells is None:  # the motorbike: snappyHexMesh refines its background mesh
             cells = int(row["expected_cells"])
             assert cells > background_cells(CASES[case], CASES[case].sizes["ci"].params)
-        assert (row["result"], row["partition"], row["environ"], row["num_tasks"]) == \
-            ("pass", partition, "openfoam-v1912", "2")
+        assert (row["result"], row["partition"], row["environ"], row["num_tasks"]) == (
+            "pass",
+            partition,
+            "openfoam-v1912",
+            "2",
+        )
         assert row["timing"] == ("emulated" if partition == "emu" else "measured")
-        assert (int(row["expected_steps"]), int(row["expected_cells"]), row["solver"]) == \
-            (steps, cells, solver)
+        assert (int(row["expected_steps"]), int(row["expected_cells"]), row["solver"]) == (
+            steps,
+            cells,
+            solver,
+        )
         log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
         exec_times = re.findall(r"^ExecutionTime = (\S+) s\s+ClockTime = (\S+) s", log, re.M)
         assert len(exec_times) == steps
@@ -72,7 +89,8 @@ def test_perflog_holds_the_solver_log_figures(local_run, partition):
         assert float(row["ClockTime_value"]) == float(exec_times[-1][1])
         assert row["seconds_per_step_unit"] == "s/step"
         assert float(row["seconds_per_step_value"]) == pytest.approx(
-            float(exec_times[-1][0]) / steps)
+            float(exec_times[-1][0]) / steps
+        )
 
 
 def test_slurm_stopped_after_the_run(local_run):
@@ -86,15 +104,27 @@ def test_missing_geometry_fails_its_case_clearly(tmp_path):
     """The motorbike's geometry comes from the installation's tutorials: without them its
     preparation fails with the file and the fix, and its run is reported as not run."""
     env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_TUTORIALS=str(tmp_path / "no"))
-    done = bench_cli("run", "--partition", "cpu", "--tag", "cases", "--",
-                     "-n", "CaseRun%prepared.case=motorbike", env=env)
+    done = bench_cli(
+        "run",
+        "--partition",
+        "cpu",
+        "--tag",
+        "cases",
+        "--",
+        "-n",
+        "CaseRun%prepared.case=motorbike",
+        env=env,
+    )
     assert done.returncode == 1
-    assert ("sanity error: python -m cases prepare printed no case folder (see its stderr)"
-            in done.stdout)
+    assert (
+        "sanity error: python -m cases prepare printed no case folder (see its stderr)"
+        in done.stdout
+    )
     stderr = next(tmp_path.glob("reframe/stage/local/cpu/*/PreparedCase_*/rfm_job.err"))
     assert stderr.read_text().splitlines()[-1] == (
         f"cases: meshing: {tmp_path}/no/resources/geometry/motorBike.obj.gz is missing -- "
-        f"install the OpenFOAM tutorials (Debian: openfoam-examples) or set FOAM_TUTORIALS")
+        f"install the OpenFOAM tutorials (Debian: openfoam-examples) or set FOAM_TUTORIALS"
+    )
     assert "local:cpu: 0/2 test cases passed" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
@@ -102,19 +132,31 @@ def test_missing_geometry_fails_its_case_clearly(tmp_path):
 def test_unknown_partition():
     done = bench_cli("run", "--partition", "gpu")
     assert done.returncode == 2
-    assert done.stderr == ("bench: unknown partition 'gpu' -- choose from cpu, slurm, emu "
-                           "(site-configs/local.py)\n")
+    assert done.stderr == (
+        "bench: unknown partition 'gpu' -- choose from cpu, slurm, emu (site-configs/local.py)\n"
+    )
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root to switch to an unprivileged user")
 @pytest.mark.parametrize("partition", ["slurm", "emu"])
 def test_slurm_partitions_need_root(partition):
-    done = as_nobody([str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "run",
-                      "--partition", partition], cwd=REPO)
+    done = as_nobody(
+        [
+            str(REPO / ".venv" / "bin" / "python"),
+            "-m",
+            "localsite.cli",
+            "run",
+            "--partition",
+            partition,
+        ],
+        cwd=REPO,
+    )
     assert done.returncode == 2
-    assert done.stderr.strip() == (f"bench: partition '{partition}' needs root (its Slurm "
-                                   f"daemons run as root) -- rerun as root, or choose "
-                                   f"'--partition cpu'")
+    assert done.stderr.strip() == (
+        f"bench: partition '{partition}' needs root (its Slurm "
+        f"daemons run as root) -- rerun as root, or choose "
+        f"'--partition cpu'"
+    )
 
 
 def test_reduction_schedule_check(tmp_path):
@@ -129,7 +171,8 @@ def test_reduction_schedule_check(tmp_path):
     assert sorted((r["case"], r["variant"], r["result"], r["environ"]) for r in rows) == [
         (case, variant, "pass", "openfoam-v1912-patched")
         for case in ("cavity2D", "laplacianFoam", "pitzDaily")
-        for variant in ("global", "global+sums", "standard")]
+        for variant in ("global", "global+sums", "standard")
+    ]
     for row in rows:
         log = (Path(row["outputdir"]) / "rfm_job.out").read_text()
         scheduled = re.search(r"^reductionSchedule: \S+ for 2 ranks", log, re.M) is not None
@@ -140,20 +183,27 @@ def test_reduction_schedule_check(tmp_path):
 def test_multinode_check_on_the_emulated_cluster(tmp_path):
     """1, 2 and 4 nodes x 2 ranks, three variants, srun and mpirun: every rank on the host
     its mapping gives, timings labelled emulated, cores verified only where they can be."""
-    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_RUN=str(tmp_path / "run"),
-               TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_EMU_SUBNET="10.77.10")
+    env = dict(
+        os.environ,
+        TOPOFOAM_RESULTS=str(tmp_path),
+        TOPOFOAM_RUN=str(tmp_path / "run"),
+        TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_EMU_SUBNET="10.77.10",
+    )
     done = bench_cli("run", "--partition", "emu", "--tag", "multinode", env=env, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "local:emu: 22/22 test cases passed" in done.stdout
     rows = read_perflog(tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log")
     assert sorted((r["variant"], r["launcher_kind"], r["nodes"]) for r in rows) == sorted(
-        (v, k, n) for v in ("standard", "global", "local+global") for k in ("srun", "mpirun")
-        for n in ("1", "2", "4"))
+        (v, k, n)
+        for v in ("standard", "global", "local+global")
+        for k in ("srun", "mpirun")
+        for n in ("1", "2", "4")
+    )
     for r in rows:
         assert (r["result"], r["timing"]) == ("pass", "emulated")
         verified = r["variant"] == "local+global" and r["launcher_kind"] == "mpirun"
-        assert r["core_binding"] == ("verified" if verified
-                                     else "not verifiable on this partition")
+        assert r["core_binding"] == ("verified" if verified else "not verifiable on this partition")
         log = (Path(r["outputdir"]) / "rfm_job.out").read_text()
         if r["variant"] != "standard":
             edges = re.search(r"inter-node edges (\d+)", log).group(1)
@@ -166,15 +216,17 @@ def test_default_run_as_another_user(tmp_path):
     """Not root: only 'cpu' is chosen, saying why; a build cache it cannot read is refused
     with the folder and the fix, not a traceback."""
     tmp_path.chmod(0o777)
-    cache = Path.home() / ".cache" / "topofoam"      # root's: not readable by nobody
-    done = as_nobody([str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "run",
-                      "--tag", "fast"], cwd=REPO,
-                     env=dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path / "results"),
-                              TOPOFOAM_CACHE=str(cache)))
+    cache = Path.home() / ".cache" / "topofoam"  # root's: not readable by nobody
+    done = as_nobody(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "run", "--tag", "fast"],
+        cwd=REPO,
+        env=dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path / "results"), TOPOFOAM_CACHE=str(cache)),
+    )
     assert done.returncode == 1
-    assert done.stdout == ("bench: not root: partitions 'slurm' and 'emu' left out (their "
-                           "Slurm daemons run as root); running 'cpu' only\n")
-    assert done.stderr.startswith(f"bench: cannot use the build cache {cache} (Permission "
-                                  f"denied: ")
+    assert done.stdout == (
+        "bench: not root: partitions 'slurm' and 'emu' left out (their "
+        "Slurm daemons run as root); running 'cpu' only\n"
+    )
+    assert done.stderr.startswith(f"bench: cannot use the build cache {cache} (Permission denied: ")
     assert done.stderr.rstrip().endswith("-- set TOPOFOAM_CACHE to a folder you can write")
     assert "Traceback" not in done.stderr

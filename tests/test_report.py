@@ -24,21 +24,43 @@ FASTER = {n: 1 - 0.02 * n for n in STANDARD}
 #: Five repeats around each time: the fastest and the slowest are outliers, dropped; the
 #: middle three are skewed, so the mean of the rest differs from their median.
 REPEATS = (0.5, 0.97, 1.0, 1.06, 3.0)
-HEADER = ('job_completion_time|reframe version|result|binding|case|coll|display_name|'
-          'hashcode|job_completion_time_unix|nodes|outputdir|partition|ppn|setting|size|'
-          'system|timing|ucx|ucx_inter|variant|wall_value|wall_unit|node_hours_value|'
-          'node_hours_unit')
+HEADER = (
+    "job_completion_time|reframe version|result|binding|case|coll|display_name|"
+    "hashcode|job_completion_time_unix|nodes|outputdir|partition|ppn|setting|size|"
+    "system|timing|ucx|ucx_inter|variant|wall_value|wall_unit|node_hours_value|"
+    "node_hours_unit"
+)
 
 
-def sweep_row(i, check_time, variant, binding, nodes, wall, result='pass'):
-    setting = f'pitzDaily/large/{nodes}x128/{variant}/{binding}/auto/default/auto'
-    values = [check_time, 'reframe 4.10.4', result, binding, 'pitzDaily', 'default',
-              f'VariantRun %variant={variant} %binding={binding}', f'{i:08x}',
-              str(1795000000 + i), str(nodes), '', 'zen3_0512', '128', setting, 'large',
-              'vsc5', 'measured', 'auto', 'auto', variant,
-              '' if wall is None else repr(wall), 's',
-              '' if wall is None else repr(nodes * wall / 3600), 'node-h']
-    return '|'.join(values)
+def sweep_row(i, check_time, variant, binding, nodes, wall, result="pass"):
+    setting = f"pitzDaily/large/{nodes}x128/{variant}/{binding}/auto/default/auto"
+    values = [
+        check_time,
+        "reframe 4.10.4",
+        result,
+        binding,
+        "pitzDaily",
+        "default",
+        f"VariantRun %variant={variant} %binding={binding}",
+        f"{i:08x}",
+        str(1795000000 + i),
+        str(nodes),
+        "",
+        "zen3_0512",
+        "128",
+        setting,
+        "large",
+        "vsc5",
+        "measured",
+        "auto",
+        "auto",
+        variant,
+        "" if wall is None else repr(wall),
+        "s",
+        "" if wall is None else repr(nodes * wall / 3600),
+        "node-h",
+    ]
+    return "|".join(values)
 
 
 def write_cluster_perflog(results):
@@ -46,27 +68,39 @@ def write_cluster_perflog(results):
     five repeats each, plus one repeat that failed sanity. TEST DATA."""
     lines, i = [HEADER], 0
     for nodes, t in STANDARD.items():
-        for variant, binding, base in (('standard', 'block', t),
-                                       ('local+global', 'rankmap', t * FASTER[nodes])):
+        for variant, binding, base in (
+            ("standard", "block", t),
+            ("local+global", "rankmap", t * FASTER[nodes]),
+        ):
             for factor in REPEATS:
                 i += 1
-                lines.append(sweep_row(i, f'2026-01-01T00:{i // 60:02d}:{i % 60:02d}',
-                                       variant, binding, nodes, base * factor))
-    lines.append(sweep_row(999, '2026-01-01T01:00:00', 'local+global', 'rankmap', 4, None,
-                           result='fail'))
-    path = results / 'perflogs' / 'vsc5' / 'zen3_0512' / 'VariantRun.log'
+                lines.append(
+                    sweep_row(
+                        i,
+                        f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}",
+                        variant,
+                        binding,
+                        nodes,
+                        base * factor,
+                    )
+                )
+    lines.append(
+        sweep_row(999, "2026-01-01T01:00:00", "local+global", "rankmap", 4, None, result="fail")
+    )
+    path = results / "perflogs" / "vsc5" / "zen3_0512" / "VariantRun.log"
     path.parent.mkdir(parents=True)
-    path.write_text('\n'.join(lines) + '\n')
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def write_price_config(tmp_path, price=2.5, currency='EUR'):
+def write_price_config(tmp_path, price=2.5, currency="EUR"):
     """A site configuration with only what the report reads (TEST DATA)."""
-    path = tmp_path / 'vsc5-test.py'
+    path = tmp_path / "vsc5-test.py"
     path.write_text(
         'site_configuration = {"systems": [{"name": "vsc5", "partitions": [{"name": '
         f'"zen3_0512", "extras": {{"node_hour_price": {price}, "currency": "{currency}", '
-        '"ppn": [64, 128], "ucx": ["auto"], "coll": ["default"], "ucx_inter": ["auto"]}}]}]}\n')
+        '"ppn": [64, 128], "ucx": ["auto"], "coll": ["default"], "ucx_inter": ["auto"]}}]}]}\n'
+    )
     return path
 
 
@@ -76,22 +110,23 @@ def merged(t):
 
 @pytest.fixture
 def cluster_report(tmp_path):
-    results = tmp_path / 'results'
+    results = tmp_path / "results"
     write_cluster_perflog(results)
-    report = build(results, 'vsc5', images=False, say=lambda _: None,
-                   config=write_price_config(tmp_path))
+    report = build(
+        results, "vsc5", images=False, say=lambda _: None, config=write_price_config(tmp_path)
+    )
     return report, report.markdown.read_text()
 
 
 def table_after(markdown, caption):
     """The rows of the Markdown table under ``*caption*``, as lists of cells."""
-    lines = markdown.split('\n')
-    start = lines.index(f'*{caption}*') + 2
+    lines = markdown.split("\n")
+    start = lines.index(f"*{caption}*") + 2
     rows = []
     for line in lines[start:]:
-        if not line.startswith('|'):
+        if not line.startswith("|"):
             break
-        rows.append([c.strip() for c in line.strip('|').split(' | ')])
+        rows.append([c.strip() for c in line.strip("|").split(" | ")])
     return rows
 
 
@@ -105,19 +140,19 @@ def test_decrease_table_of_a_cluster_sweep(cluster_report):
         want = 100 * (1 - merged(t * FASTER[nodes]) / merged(t))
         assert rows[nodes].percent == pytest.approx(want)
         assert rows[nodes].low == pytest.approx(100 * (1 - 3.0 * t * FASTER[nodes] / (0.5 * t)))
-    table = table_after(md, 'pitzDaily (large), 128 ranks per node, VariantRun on zen3_0512')
+    table = table_after(md, "pitzDaily (large), 128 ranks per node, VariantRun on zen3_0512")
     header_nodes = [int(c.split()[0]) for c in table[0][1:]]
     assert header_nodes == list(STANDARD)
-    opt = next(r for r in table if r[0] == 'local+global, rankmap')
+    opt = next(r for r in table if r[0] == "local+global, rankmap")
     for cell, nodes in zip(opt[1:], header_nodes):
         want = 100 * (1 - merged(STANDARD[nodes] * FASTER[nodes]) / merged(STANDARD[nodes]))
-        assert cell.startswith(f'{want:+.1f} ['), (nodes, cell)
+        assert cell.startswith(f"{want:+.1f} ["), (nodes, cell)
     # the repeat that failed sanity is counted where it would have joined, and listed
-    assert opt[1 + header_nodes.index(4)].endswith('(n=5, 1 failed)')
-    assert 'fail' in md.split('## Runs that did not pass')[1].split('##')[0]
-    published_row = next(r for r in table if 'published' in r[0])
-    pub = published.decrease('vsc5', 'pitzDaily')
-    assert published_row[1:] == [f'{pub[n]:+.1f}' if n in pub else '–' for n in header_nodes]
+    assert opt[1 + header_nodes.index(4)].endswith("(n=5, 1 failed)")
+    assert "fail" in md.split("## Runs that did not pass")[1].split("##")[0]
+    published_row = next(r for r in table if "published" in r[0])
+    pub = published.decrease("vsc5", "pitzDaily")
+    assert published_row[1:] == [f"{pub[n]:+.1f}" if n in pub else "–" for n in header_nodes]
 
 
 def test_node_hours_and_the_cost_optimum(cluster_report):
@@ -125,169 +160,265 @@ def test_node_hours_and_the_cost_optimum(cluster_report):
     price turns node-hours into money."""
     report, md = cluster_report
     series = analysis.series(report.groups)
-    std = next(ps for key, ps in series.items() if 'standard' in key)
+    std = next(ps for key, ps in series.items() if "standard" in key)
     for p in std:
         assert p.node_hours == pytest.approx(p.nodes * merged(STANDARD[p.nodes]) / 3600)
         assert p.efficiency == pytest.approx(
-            2 * merged(STANDARD[2]) / (p.nodes * merged(STANDARD[p.nodes])))
+            2 * merged(STANDARD[2]) / (p.nodes * merged(STANDARD[p.nodes]))
+        )
     assert analysis.cost_optimal(std).nodes == 6
     # the scaling section's table has the same caption: take the second one
-    second = md.split('## Strong scaling')[1]
-    table = table_after(second, 'pitzDaily (large), 128 ranks per node, VariantRun on zen3_0512')
-    row = next(r for r in table if r[0] == 'standard, block')
-    assert row[-1] == '6 node(s)'
+    second = md.split("## Strong scaling")[1]
+    table = table_after(second, "pitzDaily (large), 128 ranks per node, VariantRun on zen3_0512")
+    row = next(r for r in table if r[0] == "standard, block")
+    assert row[-1] == "6 node(s)"
     nh = 6 * merged(STANDARD[6]) / 3600
-    assert f'{nh:.3g} node-h, {nh * 2.5:.3g} EUR' in row[1 + list(STANDARD).index(6)]
+    assert f"{nh:.3g} node-h, {nh * 2.5:.3g} EUR" in row[1 + list(STANDARD).index(6)]
     cheapest = min(STANDARD, key=lambda n: n * merged(STANDARD[n] * FASTER[n]))
-    assert f'Cost-optimal: local+global, rankmap on {cheapest} node(s)' in second
+    assert f"Cost-optimal: local+global, rankmap on {cheapest} node(s)" in second
 
 
 def test_the_tidy_table_has_a_row_per_run(cluster_report):
     report, _ = cluster_report
-    with open(report.table, newline='') as f:
+    with open(report.table, newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 * len(STANDARD) * len(REPEATS) + 1
-    assert {'system', 'partition', 'check', 'result', 'nodes', 'variant', 'wall'} <= set(rows[0])
-    assert sum(r['result'] == 'fail' for r in rows) == 1
+    assert {"system", "partition", "check", "result", "nodes", "variant", "wall"} <= set(rows[0])
+    assert sum(r["result"] == "fail" for r in rows) == 1
 
 
 def test_html_page_is_self_contained(cluster_report):
     report, md = cluster_report
     page = report.html.read_text()
-    assert md.count('](figures/') == page.count('src="data:image/png;base64,') > 0
+    assert md.count("](figures/") == page.count('src="data:image/png;base64,') > 0
     assert 'src="figures' not in page
 
 
 # -- what is missing or broken gives a partial report -------------------------------------
 
+
 def run_cli(*args):
-    return subprocess.run([PYTHON, '-m', 'reporting', *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [PYTHON, "-m", "reporting", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_no_perflogs_is_one_line_and_exit_2(tmp_path):
-    done = run_cli('--results', str(tmp_path))
+    done = run_cli("--results", str(tmp_path))
     assert done.returncode == 2
-    assert done.stderr.startswith('report: no perflogs under') and 'Traceback' not in done.stderr
-    done = run_cli('--results', str(tmp_path / 'nowhere'))
-    assert done.returncode == 2 and 'is not a folder' in done.stderr
+    assert done.stderr.startswith("report: no perflogs under") and "Traceback" not in done.stderr
+    done = run_cli("--results", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and "is not a folder" in done.stderr
 
 
 def test_empty_perflogs_give_a_report_that_says_so(tmp_path):
-    (tmp_path / 'perflogs' / 'local' / 'cpu').mkdir(parents=True)
-    (tmp_path / 'perflogs' / 'local' / 'cpu' / 'VariantRun.log').write_text('')
-    done = run_cli('--results', str(tmp_path), '--no-images')
+    (tmp_path / "perflogs" / "local" / "cpu").mkdir(parents=True)
+    (tmp_path / "perflogs" / "local" / "cpu" / "VariantRun.log").write_text("")
+    done = run_cli("--results", str(tmp_path), "--no-images")
     assert done.returncode == 0, done.stderr
-    md = (tmp_path / 'report' / 'local' / 'report.md').read_text()
-    assert '0 runs collected' in md
-    assert 'no runtime decrease' in md and 'no scaling data' in md
-    assert 'report: missing: no runtime decrease' in done.stdout
+    md = (tmp_path / "report" / "local" / "report.md").read_text()
+    assert "0 runs collected" in md
+    assert "no runtime decrease" in md and "no scaling data" in md
+    assert "report: missing: no runtime decrease" in done.stdout
 
 
 def test_partial_and_mixed_version_perflogs(tmp_path):
     """An older suite's file (.h0, fewer columns), a line cut by a crash, a file that is not
     a perflog and a broken run report: every readable run is in, the rest is noted."""
-    results = tmp_path / 'results'
+    results = tmp_path / "results"
     new = write_cluster_perflog(results)
     lines = new.read_text().splitlines()
     # the older version had no 'coll' column
-    drop = lines[0].split('|').index('coll')
-    old = ['|'.join(c for i, c in enumerate(line.split('|')) if i != drop)
-           for line in lines[:11]]
-    (new.parent / 'VariantRun.log.h0').write_text('\n'.join(old) + '\n')
-    new.write_text('\n'.join(lines) + '\n' + lines[5][:40] + '\n')      # cut by a crash
-    (new.parent / 'Intra1Run.log').write_text('not|a|perflog\n1|2|3\n')
-    reports = results / 'reframe' / 'reports'
+    drop = lines[0].split("|").index("coll")
+    old = ["|".join(c for i, c in enumerate(line.split("|")) if i != drop) for line in lines[:11]]
+    (new.parent / "VariantRun.log.h0").write_text("\n".join(old) + "\n")
+    new.write_text("\n".join(lines) + "\n" + lines[5][:40] + "\n")  # cut by a crash
+    (new.parent / "Intra1Run.log").write_text("not|a|perflog\n1|2|3\n")
+    reports = results / "reframe" / "reports"
     reports.mkdir(parents=True)
-    (reports / 'broken.json').write_text('{"runs": ')
-    coll = collect(results, 'vsc5')
+    (reports / "broken.json").write_text('{"runs": ')
+    coll = collect(results, "vsc5")
     assert len(coll.rows) == (len(lines) - 1) + 10
-    assert sum('coll' not in r for r in coll.rows) == 10
-    notes = '\n'.join(coll.notes)
-    assert 'VariantRun.log: 1 line(s) do not match' in notes
+    assert sum("coll" not in r for r in coll.rows) == 10
+    notes = "\n".join(coll.notes)
+    assert "VariantRun.log: 1 line(s) do not match" in notes
     assert 'Intra1Run.log: no header line with a "result" column' in notes
-    assert 'broken.json: not a ReFrame run report' in notes
-    report = build(results, 'vsc5', images=False, say=lambda _: None)
+    assert "broken.json: not a ReFrame run report" in notes
+    report = build(results, "vsc5", images=False, say=lambda _: None)
     md = report.markdown.read_text()
-    assert '## What this report lacks' in md and 'do not match the header' in md
-    assert 'local+global, rankmap' in md
+    assert "## What this report lacks" in md and "do not match the header" in md
+    assert "local+global, rankmap" in md
 
 
 def test_failed_runs_from_run_reports_are_listed(tmp_path):
     """A run that failed before ReFrame logged it (only the run report has it) is a row,
     with its phase and reason; so is the reason of a failed perflog row."""
-    results = tmp_path / 'results'
+    results = tmp_path / "results"
     write_cluster_perflog(results)
-    reports = results / 'reframe' / 'reports'
+    reports = results / "reframe" / "reports"
     reports.mkdir(parents=True)
     cases = [
-        {'name': 'VariantRun %variant=global %binding=block', 'system': 'vsc5',
-         'partition': 'zen3_0512', 'result': 'fail', 'fail_phase': 'setup',
-         'fail_reason': 'case error: no such case\nsecond line', 'hashcode': 'feedbeef',
-         'job_completion_time_unix': None},
-        {'name': 'VariantRun %variant=local+global %binding=rankmap', 'system': 'vsc5',
-         'partition': 'zen3_0512', 'result': 'fail', 'fail_phase': 'sanity',
-         'fail_reason': 'final fields differ', 'hashcode': f'{999:08x}',
-         'job_completion_time_unix': 1795000999},
+        {
+            "name": "VariantRun %variant=global %binding=block",
+            "system": "vsc5",
+            "partition": "zen3_0512",
+            "result": "fail",
+            "fail_phase": "setup",
+            "fail_reason": "case error: no such case\nsecond line",
+            "hashcode": "feedbeef",
+            "job_completion_time_unix": None,
+        },
+        {
+            "name": "VariantRun %variant=local+global %binding=rankmap",
+            "system": "vsc5",
+            "partition": "zen3_0512",
+            "result": "fail",
+            "fail_phase": "sanity",
+            "fail_reason": "final fields differ",
+            "hashcode": f"{999:08x}",
+            "job_completion_time_unix": 1795000999,
+        },
     ]
-    (reports / 'run.json').write_text(json.dumps({
-        'session_info': {'time_start_unix': 1767225600}, 'runs': [{'testcases': cases}]}))
-    coll = collect(results, 'vsc5')
-    failed = [r for r in coll.rows if r['result'] != 'pass']
+    (reports / "run.json").write_text(
+        json.dumps(
+            {"session_info": {"time_start_unix": 1767225600}, "runs": [{"testcases": cases}]}
+        )
+    )
+    coll = collect(results, "vsc5")
+    failed = [r for r in coll.rows if r["result"] != "pass"]
     assert len(failed) == 2
-    reasons = {r['fail_phase']: r['fail_reason'] for r in failed}
-    assert reasons == {'setup': 'case error: no such case second line',
-                       'sanity': 'final fields differ'}
-    md = build(results, 'vsc5', images=False, say=lambda _: None).markdown.read_text()
-    assert '2 run(s) failed' in md and 'final fields differ' in md
+    reasons = {r["fail_phase"]: r["fail_reason"] for r in failed}
+    assert reasons == {
+        "setup": "case error: no such case second line",
+        "sanity": "final fields differ",
+    }
+    md = build(results, "vsc5", images=False, say=lambda _: None).markdown.read_text()
+    assert "2 run(s) failed" in md and "final fields differ" in md
 
 
 def write_rows(path, header, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('\n'.join(['|'.join(header)] + ['|'.join(map(str, r)) for r in rows])
-                    + '\n')
+    path.write_text("\n".join(["|".join(header)] + ["|".join(map(str, r)) for r in rows]) + "\n")
 
 
 def test_oci_cost_run_beside_the_published_node_hours(tmp_path):
     """On OCI, the motorbike's node-hours sit beside seed 002's published ones, labelled.
     The measured times are TEST DATA."""
-    results = tmp_path / 'results'
-    header = ['job_completion_time', 'result', 'case', 'size', 'nodes', 'ppn', 'variant',
-              'binding', 'ucx', 'coll', 'ucx_inter', 'timing', 'wall_value', 'wall_unit']
+    results = tmp_path / "results"
+    header = [
+        "job_completion_time",
+        "result",
+        "case",
+        "size",
+        "nodes",
+        "ppn",
+        "variant",
+        "binding",
+        "ucx",
+        "coll",
+        "ucx_inter",
+        "timing",
+        "wall_value",
+        "wall_unit",
+    ]
     times = {1: 900.0, 2: 430.0, 4: 200.0, 8: 110.0}
-    write_rows(results / 'perflogs' / 'oci' / 'nps2' / 'CostRun.log', header,
-               [[f'2026-01-01T00:00:0{n}', 'pass', 'motorbike', 'small', n, 36, 'standard',
-                 'cyclic', 'auto', 'hcoll', 'auto', 'measured', t, 's']
-                for n, t in times.items()])
-    md = build(results, 'oci', images=False, say=lambda _: None).markdown.read_text()
-    table = table_after(md.split('## Strong scaling')[1],
-                        'motorbike (small), 36 ranks per node, CostRun on nps2')
-    pub = {int(r['nodes']): r for r in published.node_seconds('oci')}
-    row = next(r for r in table if r[0].startswith('published (seed 002'))
-    assert row[1:-1] == [f"{pub[n]['solver_seconds']} s, "
-                         f"{float(pub[n]['node_seconds']) / 3600:.3g} node-h" for n in times]
-    measured = next(r for r in table if r[0] == 'standard, cyclic')
-    assert measured[-1] == '4 node(s)'      # 800 node-s, the fewest of the test data
-    assert 'Published (seed 002, OCI BM.Optimized3.36)' in md
+    write_rows(
+        results / "perflogs" / "oci" / "nps2" / "CostRun.log",
+        header,
+        [
+            [
+                f"2026-01-01T00:00:0{n}",
+                "pass",
+                "motorbike",
+                "small",
+                n,
+                36,
+                "standard",
+                "cyclic",
+                "auto",
+                "hcoll",
+                "auto",
+                "measured",
+                t,
+                "s",
+            ]
+            for n, t in times.items()
+        ],
+    )
+    md = build(results, "oci", images=False, say=lambda _: None).markdown.read_text()
+    table = table_after(
+        md.split("## Strong scaling")[1], "motorbike (small), 36 ranks per node, CostRun on nps2"
+    )
+    pub = {int(r["nodes"]): r for r in published.node_seconds("oci")}
+    row = next(r for r in table if r[0].startswith("published (seed 002"))
+    assert row[1:-1] == [
+        f"{pub[n]['solver_seconds']} s, {float(pub[n]['node_seconds']) / 3600:.3g} node-h"
+        for n in times
+    ]
+    measured = next(r for r in table if r[0] == "standard, cyclic")
+    assert measured[-1] == "4 node(s)"  # 800 node-s, the fewest of the test data
+    assert "Published (seed 002, OCI BM.Optimized3.36)" in md
 
 
 def test_stage_table_speedup_over_the_defaults(tmp_path):
     """intra2: the best UCX/collectives pair and its speedup over the partition's defaults
     (its first presets, block), read from the site configuration. TEST DATA."""
-    results = tmp_path / 'results'
-    header = ['job_completion_time', 'result', 'case', 'size', 'nodes', 'ppn', 'variant',
-              'binding', 'ucx', 'coll', 'ucx_inter', 'timing', 'wall_value', 'wall_unit']
-    walls = {('block', 'auto', 'default'): 10.0, ('block', 'rndv16k', 'default'): 8.0,
-             ('cyclic', 'auto', 'default'): 9.0}
-    write_rows(results / 'perflogs' / 'vsc5' / 'zen3_0512' / 'Intra2Run.log', header,
-               [['2026-01-01T00:00:00', 'pass', 'motorbike', 'small', 1, 128, 'standard',
-                 b, u, c, 'auto', 'measured', t, 's'] for (b, u, c), t in walls.items()])
-    report = build(results, 'vsc5', images=False, say=lambda _: None,
-                   config=write_price_config(tmp_path))
-    [stage] = analysis.stages(report.groups, {'zen3_0512': {
-        'ppn': [128], 'ucx': ['auto'], 'coll': ['default'], 'ucx_inter': ['auto']}})
-    assert (stage.best.get('ucx'), stage.default.get('ucx')) == ('rndv16k', 'auto')
+    results = tmp_path / "results"
+    header = [
+        "job_completion_time",
+        "result",
+        "case",
+        "size",
+        "nodes",
+        "ppn",
+        "variant",
+        "binding",
+        "ucx",
+        "coll",
+        "ucx_inter",
+        "timing",
+        "wall_value",
+        "wall_unit",
+    ]
+    walls = {
+        ("block", "auto", "default"): 10.0,
+        ("block", "rndv16k", "default"): 8.0,
+        ("cyclic", "auto", "default"): 9.0,
+    }
+    write_rows(
+        results / "perflogs" / "vsc5" / "zen3_0512" / "Intra2Run.log",
+        header,
+        [
+            [
+                "2026-01-01T00:00:00",
+                "pass",
+                "motorbike",
+                "small",
+                1,
+                128,
+                "standard",
+                b,
+                u,
+                c,
+                "auto",
+                "measured",
+                t,
+                "s",
+            ]
+            for (b, u, c), t in walls.items()
+        ],
+    )
+    report = build(
+        results, "vsc5", images=False, say=lambda _: None, config=write_price_config(tmp_path)
+    )
+    [stage] = analysis.stages(
+        report.groups,
+        {"zen3_0512": {"ppn": [128], "ucx": ["auto"], "coll": ["default"], "ucx_inter": ["auto"]}},
+    )
+    assert (stage.best.get("ucx"), stage.default.get("ucx")) == ("rndv16k", "auto")
     assert stage.speedup == pytest.approx(10.0 / 8.0)
     md = report.markdown.read_text()
-    assert ('| intra2 | zen3_0512 | 1 node | binding block, ucx rndv16k, coll default | 8 | '
-            'binding block, ucx auto, coll default | 10 | 1.250 | 3 |') in md
+    assert (
+        "| intra2 | zen3_0512 | 1 node | binding block, ucx rndv16k, coll default | 8 | "
+        "binding block, ucx auto, coll default | 10 | 1.250 | 3 |"
+    ) in md

@@ -41,9 +41,13 @@ def assert_same_results(stock: dict, other: dict) -> None:
     for name in EXACT:
         assert other[name] == stock[name], name
     for name in FLOATS:
-        np.testing.assert_allclose([float(x) for x in other[name]],
-                                   [float(x) for x in stock[name]], rtol=1e-12, atol=0,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            [float(x) for x in other[name]],
+            [float(x) for x in stock[name]],
+            rtol=1e-12,
+            atol=0,
+            err_msg=name,
+        )
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 4, 7, 8])
@@ -55,9 +59,11 @@ def test_reductions_along_the_schedule_equal_stock(ranks, tmp_path):
 
     scheduled, log = run_ok(ranks, patched=True, schedule=schedule)
     assert_same_results(stock, scheduled)
-    line = (f"reductionSchedule: \"{schedule}\" for {ranks} ranks, edges by level "
-            f"(intraNumaNode interNumaNode interNumaDomain interNode) "
-            f"4({' '.join(map(str, edges))}), inter-node edges {edges[3]}")
+    line = (
+        f'reductionSchedule: "{schedule}" for {ranks} ranks, edges by level '
+        f"(intraNumaNode interNumaNode interNumaDomain interNode) "
+        f"4({' '.join(map(str, edges))}), inter-node edges {edges[3]}"
+    )
     assert line in log
     assert "scalar sum/min reductions follow the schedule" not in log
 
@@ -78,8 +84,11 @@ def test_schedule_for_another_rank_count_warns_and_uses_the_stock_tree(tmp_path)
     stock, _ = run_ok(3, patched=False)
     other, log = run_ok(3, patched=True, schedule=schedule)
     assert_same_results(stock, other)
-    assert re.search(rf'Reduction schedule "{re.escape(str(schedule))}" is for 4 ranks, this run '
-                     r"has 3\s+Using the standard communication tree", log)
+    assert re.search(
+        rf'Reduction schedule "{re.escape(str(schedule))}" is for 4 ranks, this run '
+        r"has 3\s+Using the standard communication tree",
+        log,
+    )
     assert "reductionSchedule:" not in log
 
 
@@ -106,8 +115,11 @@ def test_inconsistent_tree_is_fatal(tmp_path):
     bad = tmp_path / "bad"
     bad.write_text(text.replace(f"4({' '.join(above)})", f"4({' '.join(bad_above)})", 1))
     out = fatal(reducetest.run(4, patched=True, schedule=bad))
-    assert re.search(rf'Reduction schedule "{re.escape(str(bad))}": rank \d+ is in \'below\' of '
-                     r"rank 0 but does not send to it", out)
+    assert re.search(
+        rf'Reduction schedule "{re.escape(str(bad))}": rank \d+ is in \'below\' of '
+        r"rank 0 but does not send to it",
+        out,
+    )
 
 
 def test_missing_schedule_file_is_fatal(tmp_path):
@@ -136,8 +148,11 @@ def solver_case(name: str, dest: Path) -> tuple[Path, str, str]:
         # 20 steps of 0.005 s, PCG on T; written at the end (writeControl runTime).
         shutil.copytree(EXAMPLES / "basic/laplacianFoam/flange", dest)
         (dest / "flange.ans").write_bytes(gzip.decompress((dest / "flange.ans.gz").read_bytes()))
-        solver, end, steps = "laplacianFoam", "0.1", [["ansysToFoam", "flange.ans", "-scale",
-                                                      "0.001"]]
+        solver, end, steps = (
+            "laplacianFoam",
+            "0.1",
+            [["ansysToFoam", "flange.ans", "-scale", "0.001"]],
+        )
     control = FoamFile(dest / "system/controlDict")
     control["endTime"] = float(end)
     control["writeInterval"] = float(end)
@@ -145,21 +160,33 @@ def solver_case(name: str, dest: Path) -> tuple[Path, str, str]:
     decompose["numberOfSubdomains"] = 3
     decompose["method"] = "scotch"
     for cmd in steps + [["decomposePar", "-force"]]:
-        done = subprocess.run(cmd + ["-case", str(dest)], cwd=dest, env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            cmd + ["-case", str(dest)],
+            cwd=dest,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stdout[-2000:]
     return dest, solver, end
 
 
 def iterations(log: str) -> list[tuple[str, str]]:
-    return re.findall(r"Solving for (\w+), Initial residual = \S+, Final residual = \S+, "
-                      r"No Iterations (\d+)", log)
+    return re.findall(
+        r"Solving for (\w+), Initial residual = \S+, Final residual = \S+, "
+        r"No Iterations (\d+)",
+        log,
+    )
 
 
 def final_field(case: Path, end: str, field: str) -> np.ndarray:
     from foamlib import FoamFieldFile
-    values = [np.atleast_1d(np.asarray(FoamFieldFile(p / end / field).internal_field, dtype=float))
-              for p in sorted(case.glob("processor*"), key=lambda p: int(p.name[9:]))]
+
+    values = [
+        np.atleast_1d(np.asarray(FoamFieldFile(p / end / field).internal_field, dtype=float))
+        for p in sorted(case.glob("processor*"), key=lambda p: int(p.name[9:]))
+    ]
     return np.concatenate([v.reshape(-1) for v in values])
 
 
@@ -167,16 +194,22 @@ def final_field(case: Path, end: str, field: str) -> np.ndarray:
 def test_solver_with_schedule_equals_stock(name, fields, tmp_path):
     """Same iterations every step, final fields within 1e-8, scalar sums along the schedule."""
     import shutil
+
     case, solver, end = solver_case(name, tmp_path / "stock")
     shutil.copytree(case, tmp_path / "scheduled")
     schedule, _ = write_schedule(3, tmp_path)
 
     stock = reducetest.mpirun(3, [solver, "-case", str(case)], patched=False)
     assert stock.returncode == 0, stock.stdout[-2000:]
-    ours = reducetest.mpirun(3, [solver, "-case", str(tmp_path / "scheduled")], patched=True,
-                             schedule=schedule, sums=True)
+    ours = reducetest.mpirun(
+        3,
+        [solver, "-case", str(tmp_path / "scheduled")],
+        patched=True,
+        schedule=schedule,
+        sums=True,
+    )
     assert ours.returncode == 0, ours.stdout[-2000:]
-    assert f"reductionSchedule: \"{schedule}\" for 3 ranks" in ours.stdout
+    assert f'reductionSchedule: "{schedule}" for 3 ranks' in ours.stdout
     assert "scalar sum/min reductions follow the schedule" in ours.stdout
 
     assert iterations(ours.stdout) == iterations(stock.stdout) != []

@@ -9,8 +9,9 @@ SETUP = REPO / "localsite" / "setup.sh"
 
 
 def run_setup(env=None, prefix=()):
-    return subprocess.run([*prefix, "bash", str(SETUP)], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return subprocess.run(
+        [*prefix, "bash", str(SETUP)], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_second_run_does_nothing_quickly():
@@ -27,8 +28,13 @@ def test_second_run_does_nothing_quickly():
 
 def in_private_mounts(script: str, **kwargs):
     """Run a shell script in a private mount namespace (changes there never leave it)."""
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
 
 
 @needs_root
@@ -39,20 +45,23 @@ def test_unsupported_system_is_refused(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "setup: unsupported system 'Fedora Linux 40' -- use a Debian 12 or Ubuntu machine, "
-        "or a site config with Spack (see README)"]
+        "or a site config with Spack (see README)"
+    ]
 
 
 @needs_root
 def test_not_root_when_there_is_system_work(tmp_path):
     """Non-root without sudo, on a machine that still needs apt work: refused, saying why."""
     sources = tmp_path / "debian.sources"
-    sources.write_text("Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n"
-                       "Components: main\n")
+    sources.write_text(
+        "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\n"
+    )
     sources.chmod(0o644)
     tmp_path.chmod(0o755)
     done = in_private_mounts(
         f"mount --bind {sources} /etc/apt/sources.list.d/debian.sources && "
-        f"setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp bash {SETUP}")
+        f"setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp bash {SETUP}"
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("setup: not root and no passwordless sudo -- run as root")
     assert "Traceback" not in done.stderr
@@ -64,7 +73,8 @@ def test_no_space_for_the_cache(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     done = in_private_mounts(
-        f"mount -t tmpfs -o size=1m tmpfs {cache} && TOPOFOAM_CACHE={cache} bash {SETUP}")
+        f"mount -t tmpfs -o size=1m tmpfs {cache} && TOPOFOAM_CACHE={cache} bash {SETUP}"
+    )
     assert done.returncode == 1
     assert f"free on {cache}" in done.stderr
     assert "free at least" in done.stderr

@@ -28,22 +28,56 @@ REFRAME = str(Path(PYTHON).parent / "reframe")
 #             PCG ones) where the environment has seed 001's patches (v1912: OCI; VSC-5 and
 #             hpc2 run OpenFOAM-12, whose series does not carry them)
 EXPECTED = {
-    "vsc5": {"variants": 2 * 10 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 9 * 3 - 2,
-             "inter2": 9, "cost": 10 * 2, "p2p": 4, "storage": 6, "seed001": 0},
-    "hpc2": {"variants": 2 * 7 * 6, "intra1": 4, "intra2": 2 * 6, "inter1": 6 * 3 - 2,
-             "inter2": 6, "cost": 7 * 2, "p2p": 3, "storage": 6, "seed001": 0},
-    "oci": {"variants": 2 * (2 * 4 * 6), "intra1": 2 * 4, "intra2": 2 * (2 * 5),
-            "inter1": 2 * (3 * 3 - 1), "inter2": 2 * 3, "cost": 2 * (4 * 2), "p2p": 3 + 4,
-            "storage": 2 * 6, "seed001": 2 * (4 * 15)},
+    "vsc5": {
+        "variants": 2 * 10 * 6,
+        "intra1": 4,
+        "intra2": 2 * 6,
+        "inter1": 9 * 3 - 2,
+        "inter2": 9,
+        "cost": 10 * 2,
+        "p2p": 4,
+        "storage": 6,
+        "seed001": 0,
+    },
+    "hpc2": {
+        "variants": 2 * 7 * 6,
+        "intra1": 4,
+        "intra2": 2 * 6,
+        "inter1": 6 * 3 - 2,
+        "inter2": 6,
+        "cost": 7 * 2,
+        "p2p": 3,
+        "storage": 6,
+        "seed001": 0,
+    },
+    "oci": {
+        "variants": 2 * (2 * 4 * 6),
+        "intra1": 2 * 4,
+        "intra2": 2 * (2 * 5),
+        "inter1": 2 * (3 * 3 - 1),
+        "inter2": 2 * 3,
+        "cost": 2 * (4 * 2),
+        "p2p": 3 + 4,
+        "storage": 2 * 6,
+        "seed001": 2 * (4 * 15),
+    },
 }
 
 
 def reframe(site: str, *args: str, results: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [REFRAME, "-C", f"site-configs/{site}.py", "--system", site, "-c", "reframe", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(results), "TOPOFOAM_RESULTS": str(results),
-             **env})
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(results),
+            "TOPOFOAM_RESULTS": str(results),
+            **env,
+        },
+    )
 
 
 @pytest.mark.parametrize("site", sorted(EXPECTED))
@@ -54,8 +88,7 @@ def test_listing_counts_per_stage(site, tmp_path):
     listed = re.findall(r"^- (\w+)Run .*@\S+$", done.stdout, re.M)
     by_stage = {stage: 0 for stage in EXPECTED[site]}
     for check in listed:
-        stage = {"Variant": "variants", "Cost": "cost", "PingPong": "p2p"}.get(check,
-                                                                               check.lower())
+        stage = {"Variant": "variants", "Cost": "cost", "PingPong": "p2p"}.get(check, check.lower())
         if stage in by_stage:
             by_stage[stage] += 1
     assert by_stage == EXPECTED[site]
@@ -79,8 +112,15 @@ def lines(script: str, prefix: str) -> list[str]:
 
 SITE_FACTS = {
     # site: (#SBATCH lines every run has, rankmap topology, solver of the stage's case)
-    "vsc5": (["#SBATCH --partition=zen3_0512", "#SBATCH --qos=zen3_0512",
-              "#SBATCH --account=p70000", "#SBATCH --exclusive"], "vsc5"),
+    "vsc5": (
+        [
+            "#SBATCH --partition=zen3_0512",
+            "#SBATCH --qos=zen3_0512",
+            "#SBATCH --account=p70000",
+            "#SBATCH --exclusive",
+        ],
+        "vsc5",
+    ),
     "hpc2": (["#SBATCH --partition=compute", "#SBATCH --exclusive"], "hpc2"),
     "oci": (["#SBATCH --exclusive"], "oci-nps"),
 }
@@ -103,15 +143,19 @@ def test_inter1_job_scripts(site, tmp_path):
         assert nodes >= 2 and ntasks == nodes * ppn
         assert ppn == {"vsc5": 128, "hpc2": 48, "oci": 36}[site]
         (rankmap,) = [ln for ln in script.splitlines() if " -m rankmap map " in ln]
-        assert re.search(rf"--topology '{topology}\w*' --nodes {nodes} --placement block "
-                         r"--hosts \$\(paste -sd, hosts.alloc\) --out map", rankmap), rankmap
+        assert re.search(
+            rf"--topology '{topology}\w*' --nodes {nodes} --placement block "
+            r"--hosts \$\(paste -sd, hosts.alloc\) --out map",
+            rankmap,
+        ), rankmap
         assert "export SLURM_HOSTFILE=$PWD/map/slurm.hostfile" in script
         assert lines(script, "srun ")[-1] == (
             "srun --distribution=arbitrary --cpu-bind=$(cat map/srun.cpu_bind) map/bind_rank "
-            "simpleFoam -parallel")
-        ucx = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export UCX_"))
+            "simpleFoam -parallel"
+        )
+        ucx = dict(ln[len("export ") :].split("=", 1) for ln in lines(script, "export UCX_"))
         tls = ucx.get("UCX_TLS")
-        if tls is None:         # the 'auto' preset sets nothing
+        if tls is None:  # the 'auto' preset sets nothing
             assert ucx == {}
         else:
             assert tls in ("self,sm,rc", "self,sm,ud")
@@ -130,30 +174,57 @@ def test_intra2_job_scripts_on_oci_pair_ucx_with_collectives(tmp_path):
     scripts = job_scripts("oci", tmp_path, "-t", "intra2")
     seen = set()
     for _name, script in scripts.items():
-        env = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export ")
-                   if not ln.startswith("export OMPI_MCA_mca_base_env_list"))
+        env = dict(
+            ln[len("export ") :].split("=", 1)
+            for ln in lines(script, "export ")
+            if not ln.startswith("export OMPI_MCA_mca_base_env_list")
+        )
         partition = lines(script, "#SBATCH --partition=")[0].split("=")[1]
         placement = re.search(r"--placement (\w+)", script).group(1)
-        seen.add((partition, placement, env.get("UCX_RNDV_THRESH", "auto"),
-                  env["OMPI_MCA_coll_hcoll_enable"], env["OMPI_MCA_coll_ucc_enable"]))
-    pairs = {("auto", "1", "0"), ("intra:16kb,inter:auto", "1", "0"),
-             ("intra:16kb,inter:auto", "0", "1"), ("intra:128kb,inter:auto", "1", "0"),
-             ("intra:128kb,inter:auto", "0", "1")}
-    assert seen == {(p, b, *pair) for p in ("nps1", "nps2") for b in ("block", "cyclic")
-                    for pair in pairs}
+        seen.add(
+            (
+                partition,
+                placement,
+                env.get("UCX_RNDV_THRESH", "auto"),
+                env["OMPI_MCA_coll_hcoll_enable"],
+                env["OMPI_MCA_coll_ucc_enable"],
+            )
+        )
+    pairs = {
+        ("auto", "1", "0"),
+        ("intra:16kb,inter:auto", "1", "0"),
+        ("intra:16kb,inter:auto", "0", "1"),
+        ("intra:128kb,inter:auto", "1", "0"),
+        ("intra:128kb,inter:auto", "0", "1"),
+    }
+    assert seen == {
+        (p, b, *pair) for p in ("nps1", "nps2") for b in ("block", "cyclic") for pair in pairs
+    }
 
 
-@pytest.mark.parametrize("site, launch", [
-    ("vsc5", "mpirun -np 256 -rf map/rankfile"),                         # Open MPI 4
-    ("oci", "mpirun -np 72 --map-by rankfile:file=map/rankfile"),        # Open MPI 5
-])
+@pytest.mark.parametrize(
+    "site, launch",
+    [
+        ("vsc5", "mpirun -np 256 -rf map/rankfile"),  # Open MPI 4
+        ("oci", "mpirun -np 72 --map-by rankfile:file=map/rankfile"),  # Open MPI 5
+    ],
+)
 def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
     # -n matches the display name without its spaces.
-    scripts = job_scripts(site, tmp_path, "-S", "launcher_kind=mpirun", "-n",
-                          r"VariantRun%variant=local\+global.*%standard_run.prepared.case="
-                          r"pitzDaily%standard_run.prepared.layout=2x")
-    (script,) = scripts.values() if site == "vsc5" else [
-        s for s in scripts.values() if "--partition=nps2" in s]
+    scripts = job_scripts(
+        site,
+        tmp_path,
+        "-S",
+        "launcher_kind=mpirun",
+        "-n",
+        r"VariantRun%variant=local\+global.*%standard_run.prepared.case="
+        r"pitzDaily%standard_run.prepared.layout=2x",
+    )
+    (script,) = (
+        scripts.values()
+        if site == "vsc5"
+        else [s for s in scripts.values() if "--partition=nps2" in s]
+    )
     assert lines(script, "mpirun ")[-1] == f"{launch} simpleFoam -parallel"
     assert "--placement rankmap" in script
     assert "SLURM_HOSTFILE" not in script
@@ -163,9 +234,23 @@ def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
     """OCI intra2: 20 runs of one node for at most an hour each; per partition the case
     prepared once (a one-node job of at most 2 hours) and its standard run (one node, an
     hour); the build runs on the login node."""
-    done = subprocess.run([PYTHON, "-m", "topofoam.plan", "-C", "site-configs/oci.py",
-                           "--system", "oci", "-t", "intra2"], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "topofoam.plan",
+            "-C",
+            "site-configs/oci.py",
+            "--system",
+            "oci",
+            "-t",
+            "intra2",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     rows = {ln.split()[0]: ln.split()[1:] for ln in done.stdout.splitlines()[1:]}
     assert rows["Intra2Run"] == ["20", "1", "20.0", "0"]
@@ -179,14 +264,20 @@ def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
     config = tmp_path / "bad.py"
     text = (REPO / "site-configs" / "hpc2.py").read_text()
     config.write_text(text.replace("coll=['default', 'han']", "coll=['default', 'hcol']"))
-    done = subprocess.run([REFRAME, "-C", str(config), "--system", "hpc2", "-c", "reframe",
-                           "-l"], cwd=REPO, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                               "TOPOFOAM_RESULTS": str(tmp_path)})
+    done = subprocess.run(
+        [REFRAME, "-C", str(config), "--system", "hpc2", "-c", "reframe", "-l"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TOPOFOAM_RESULTS": str(tmp_path)},
+    )
     assert done.returncode != 0
-    assert ("partition compute: unknown coll preset(s) ['hcol'] -- choose from ['default', "
-            "'han', 'hcoll', 'tuned', 'ucc'] (site-configs/sitekit/presets.py)"
-            in done.stdout + done.stderr)
+    assert (
+        "partition compute: unknown coll preset(s) ['hcol'] -- choose from ['default', "
+        "'han', 'hcoll', 'tuned', 'ucc'] (site-configs/sitekit/presets.py)"
+        in done.stdout
+        + done.stderr
+    )
 
 
 def test_a_tuning_file_sets_what_later_stages_run(tmp_path):
@@ -194,21 +285,42 @@ def test_a_tuning_file_sets_what_later_stages_run(tmp_path):
     cyclic, with the intra-node threshold and, at 4 nodes, the rc preset, merged into one
     UCX_RNDV_THRESH; NPS1, absent from the file, keeps the defaults."""
     tuning = tmp_path / "tuning.json"
-    tuning.write_text(json.dumps({"nps2": {
-        "ppn": 32, "binding": "cyclic", "ucx": "rndv16k-intra", "coll": "ucc",
-        "ucx_inter": {"4": "rc-128k"}}}))
-    scripts = job_scripts("oci", tmp_path / "results", "-t", "inter2",
-                          TOPOFOAM_TUNING=str(tuning))
+    tuning.write_text(
+        json.dumps(
+            {
+                "nps2": {
+                    "ppn": 32,
+                    "binding": "cyclic",
+                    "ucx": "rndv16k-intra",
+                    "coll": "ucc",
+                    "ucx_inter": {"4": "rc-128k"},
+                }
+            }
+        )
+    )
+    scripts = job_scripts("oci", tmp_path / "results", "-t", "inter2", TOPOFOAM_TUNING=str(tuning))
     seen = set()
     for name, script in scripts.items():
         partition = name.split("/")[0]
         ppn = int(lines(script, "#SBATCH --ntasks-per-node=")[0].split("=")[1])
         nodes = int(lines(script, "#SBATCH --ntasks=")[0].split("=")[1]) // ppn
-        env = dict(ln[len("export "):].split("=", 1) for ln in lines(script, "export ")
-                   if not ln.startswith("export OMPI_MCA_mca_base_env_list"))
+        env = dict(
+            ln[len("export ") :].split("=", 1)
+            for ln in lines(script, "export ")
+            if not ln.startswith("export OMPI_MCA_mca_base_env_list")
+        )
         placement = re.search(r"--placement (\w+)", script).group(1)
-        seen.add((partition, nodes, ppn, placement, env.get("UCX_RNDV_THRESH"),
-                  env.get("UCX_TLS"), env["OMPI_MCA_coll_ucc_enable"]))
+        seen.add(
+            (
+                partition,
+                nodes,
+                ppn,
+                placement,
+                env.get("UCX_RNDV_THRESH"),
+                env.get("UCX_TLS"),
+                env["OMPI_MCA_coll_ucc_enable"],
+            )
+        )
     assert seen == {
         ("nps1", 2, 36, "block", None, None, "0"),
         ("nps1", 4, 36, "block", None, None, "0"),
@@ -226,14 +338,15 @@ def test_p2p_job_scripts_pin_each_rank_to_its_core(tmp_path):
     pairs = {}
     for script in scripts.values():
         launch = lines(script, "srun ")[-1]
-        assert launch.startswith("srun --cpu-bind=none bash -c 'exec taskset -c "
-                                 "$([ ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} = 0 ] && echo ")
+        assert launch.startswith(
+            "srun --cpu-bind=none bash -c 'exec taskset -c "
+            "$([ ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} = 0 ] && echo "
+        )
         assert launch.endswith("pingpong 10 100 500 1000'")
         a, b = re.search(r"echo (\d+) \|\| echo (\d+)", launch).groups()
         per_node = lines(script, "#SBATCH --ntasks-per-node=")[0].split("=")[1]
         pairs[(a, b, per_node)] = script
-    assert sorted(pairs) == [("0", "0", "1"), ("0", "1", "2"), ("0", "64", "2"),
-                             ("0", "8", "2")]
+    assert sorted(pairs) == [("0", "0", "1"), ("0", "1", "2"), ("0", "64", "2"), ("0", "8", "2")]
 
 
 def test_a_tuning_value_the_partition_cannot_run_is_named(tmp_path):
@@ -243,14 +356,18 @@ def test_a_tuning_value_the_partition_cannot_run_is_named(tmp_path):
     tuning.write_text(json.dumps({"nps2": {"ucx": "rndv16k"}}))
     done = reframe("oci", "-l", results=tmp_path, TOPOFOAM_TUNING=str(tuning))
     assert done.returncode != 0
-    assert (f"TOPOFOAM_TUNING={tuning}: nps2: ucx 'rndv16k' is not one this partition runs -- "
-            f"choose from auto, rndv16k-intra, rndv128k-intra (its site configuration) or "
-            f"remove it") in done.stdout + done.stderr
+    assert (
+        f"TOPOFOAM_TUNING={tuning}: nps2: ucx 'rndv16k' is not one this partition runs -- "
+        f"choose from auto, rndv16k-intra, rndv128k-intra (its site configuration) or "
+        f"remove it"
+    ) in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("site, spec", [("vsc5", "openfoam-org@12"), ("hpc2", "openfoam-org@12"),
-                                        ("oci", "openfoam@1912")])
+@pytest.mark.parametrize(
+    "site, spec",
+    [("vsc5", "openfoam-org@12"), ("hpc2", "openfoam-org@12"), ("oci", "openfoam@1912")],
+)
 def test_the_build_fixture_installs_the_sites_openfoam_with_spack(site, spec, tmp_path):
     """On a cluster the build fixture runs on the login node and installs the environment's
     OpenFOAM from the project's Spack environment (spack.yaml with the patch overlay)."""
@@ -260,7 +377,7 @@ def test_the_build_fixture_installs_the_sites_openfoam_with_spack(site, spec, tm
     assert scripts
     for script in scripts:
         text = script.read_text()
-        assert "#SBATCH" not in text                    # the login node, not a batch job
+        assert "#SBATCH" not in text  # the login node, not a batch job
         assert text.splitlines()[-1] == f"spack -e {REPO} install {spec}"
         assert f"spack env activate -d {REPO}" in text
 
@@ -275,13 +392,22 @@ def test_seed001_job_scripts_on_oci(tmp_path):
     seen = set()
     for _name, script in runs.items():
         launch = lines(script, "srun ")[-1]
-        assert re.search(r"env LD_PRELOAD=\S+/libmpicount\.so TOPOFOAM_MPICOUNT_DIR=\$PWD/"
-                         r"mpicount map/bind_rank (interFoam|icoFoam) -parallel", launch), launch
+        assert re.search(
+            r"env LD_PRELOAD=\S+/libmpicount\.so TOPOFOAM_MPICOUNT_DIR=\$PWD/"
+            r"mpicount map/bind_rank (interFoam|icoFoam) -parallel",
+            launch,
+        ), launch
         optmules = "-opt-switch mulesNeighbourExchange=1" in launch
         swap = re.findall(r"-m topofoam\.solvers \. (\w+)$", script, re.M)
         seen.add((optmules, tuple(swap)))
         assert script.index("mkdir -p mpicount") < script.index("t0=$(date")
         for solver in swap:
             assert script.index(f"topofoam.solvers . {solver}") < script.index("t0=$(date")
-    assert seen == {(False, ()), (True, ()), (False, ("PiPePCG",)), (False, ("RePiPePCG",)),
-                    (True, ("PiPePCG",)), (True, ("RePiPePCG",))}
+    assert seen == {
+        (False, ()),
+        (True, ()),
+        (False, ("PiPePCG",)),
+        (False, ("RePiPePCG",)),
+        (True, ("PiPePCG",)),
+        (True, ("RePiPePCG",)),
+    }

@@ -34,17 +34,32 @@ def test_start_run_job_stop(cluster):
 
     env = cluster.client_env()
     # The node is declared as hwloc sees this machine.
-    cpus = subprocess.run(["sinfo", "-h", "-N", "-o", "%c %z"], env=env, capture_output=True,
-                          text=True, check=True).stdout.split()
+    cpus = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%c %z"], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     layout = detect_layout()
-    assert cpus == [str(layout.cpus),
-                    f"{layout.sockets}:{layout.cores_per_socket}:{layout.threads_per_core}"]
+    assert cpus == [
+        str(layout.cpus),
+        f"{layout.sockets}:{layout.cores_per_socket}:{layout.threads_per_core}",
+    ]
 
     # A real batch job with two tasks, through sbatch and srun.
     out = cluster.root / "job.out"
-    subprocess.run(["sbatch", "--wait", "-n", "2", f"--output={out}",
-                    "--wrap", "srun bash -c 'echo task $SLURM_PROCID on $(hostname)'"],
-                   env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "sbatch",
+            "--wait",
+            "-n",
+            "2",
+            f"--output={out}",
+            "--wrap",
+            "srun bash -c 'echo task $SLURM_PROCID on $(hostname)'",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     host = socket.gethostname().split(".")[0]
     assert sorted(out.read_text().split("\n")[:2]) == [f"task 0 on {host}", f"task 1 on {host}"]
 
@@ -66,8 +81,11 @@ def test_port_in_use_is_refused(tmp_path, slurm_ports):
         taken.bind(("127.0.0.1", slurm_ports[0]))
         taken.listen()
         slurm = LocalSlurm(tmp_path / "slurm")
-        with pytest.raises(SlurmError, match=rf"port {slurm_ports[0]} for slurmctld is already "
-                                             r"in use .* -- stop it, or choose free ports"):
+        with pytest.raises(
+            SlurmError,
+            match=rf"port {slurm_ports[0]} for slurmctld is already "
+            r"in use .* -- stop it, or choose free ports",
+        ):
             slurm.start()
         assert slurm.running() == {}
 
@@ -99,9 +117,11 @@ def test_stop_leaves_a_foreign_process_alone(cluster):
 
 
 def test_cli_refuses_non_root():
-    done = as_nobody([str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli",
-                      "slurm", "start"], cwd=REPO)
+    done = as_nobody(
+        [str(REPO / ".venv" / "bin" / "python"), "-m", "localsite.cli", "slurm", "start"], cwd=REPO
+    )
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "bench: not root -- the local Slurm daemons run as root; run as root (or with sudo), "
-        "or use the 'cpu' partition only")
+        "or use the 'cpu' partition only"
+    )

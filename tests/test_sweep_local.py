@@ -17,11 +17,16 @@ PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
 
 # On one NUMA node cyclic is block, so it is not run: standard with block and rankmap's
 # placement, global (block), local+global (rankmap), for pitzDaily and laplacianFoam.
-COMBINATIONS = sorted((case, variant, binding)
-                      for case in ("laplacianFoam", "pitzDaily")
-                      for variant, binding in (("standard", "block"), ("standard", "rankmap"),
-                                               ("global", "block"),
-                                               ("local+global", "rankmap")))
+COMBINATIONS = sorted(
+    (case, variant, binding)
+    for case in ("laplacianFoam", "pitzDaily")
+    for variant, binding in (
+        ("standard", "block"),
+        ("standard", "rankmap"),
+        ("global", "block"),
+        ("local+global", "rankmap"),
+    )
+)
 
 
 def read_perflog(path: Path) -> list[dict]:
@@ -30,15 +35,26 @@ def read_perflog(path: Path) -> list[dict]:
 
 
 def env_for(results: Path) -> dict:
-    return dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"),
-                TOPOFOAM_SLURMCTLD_PORT=str(free_port()), TOPOFOAM_SLURMD_PORT=str(free_port()))
+    return dict(
+        os.environ,
+        TOPOFOAM_RESULTS=str(results),
+        TOPOFOAM_RUN=str(results / "run"),
+        TOPOFOAM_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_SLURMD_PORT=str(free_port()),
+    )
 
 
 @pytest.fixture(scope="module")
 def variants_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
-    done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "variants",
-                     env=env_for(results), timeout=1800)
+    done = bench_cli(
+        "run",
+        *(f"--partition={p}" for p in PARTITIONS),
+        "--tag",
+        "variants",
+        env=env_for(results),
+        timeout=1800,
+    )
     return done, results
 
 
@@ -66,8 +82,7 @@ def test_perflog_rows_carry_every_setting(variants_run, partition):
         assert row["core_binding"] == "verified"
         assert row["launcher_kind"] == {"cpu": "mpirun", "slurm": "srun"}[partition]
         assert row["nodelist"] == os.uname().nodename
-        assert float(row["node_hours_value"]) == pytest.approx(
-            float(row["wall_value"]) / 3600)
+        assert float(row["node_hours_value"]) == pytest.approx(float(row["wall_value"]) / 3600)
         placed = (Path(row["outputdir"]) / "placement.txt").read_text().split("\n")
         cpus = sorted(line.split()[3] for line in placed if line)
         assert cpus == ["0", "1"]
@@ -77,7 +92,7 @@ def markdown_table(markdown: str, caption: str) -> dict[str, list[str]]:
     """The Markdown table under ``*caption*``: first cell -> the other cells."""
     lines = markdown.split("\n")
     rows = {}
-    for line in lines[lines.index(f"*{caption}*") + 4:]:
+    for line in lines[lines.index(f"*{caption}*") + 4 :]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split(" | ")]
@@ -108,19 +123,24 @@ def test_report_tables_are_the_perflog_numbers(variants_run, partition):
     decrease_md, scaling_md = md.split("## Strong scaling")
     rows = read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
     for case in ("laplacianFoam", "pitzDaily"):
-        wall = {(r["variant"], r["binding"]): float(r["wall_value"])
-                for r in rows if r["case"] == case}
+        wall = {
+            (r["variant"], r["binding"]): float(r["wall_value"]) for r in rows if r["case"] == case
+        }
         caption = f"{case} (ci), 2 ranks per node, VariantRun on {partition}"
         decrease = markdown_table(decrease_md, caption)
         scaling = markdown_table(scaling_md, caption)
         standard = wall[("standard", "block")]
         for (variant, binding), t in wall.items():
             name = f"{variant}, {binding}"
-            assert scaling[name][0].startswith(
-                f"{t:.3g} s, E 1, {t / 3600:.3g} node-h (n=1)"), (name, scaling[name])
+            assert scaling[name][0].startswith(f"{t:.3g} s, E 1, {t / 3600:.3g} node-h (n=1)"), (
+                name,
+                scaling[name],
+            )
             if name != "standard, block":
-                assert decrease[name][0].startswith(f"{100 * (1 - t / standard):+.1f} ["), \
-                    (name, decrease[name])
+                assert decrease[name][0].startswith(f"{100 * (1 - t / standard):+.1f} ["), (
+                    name,
+                    decrease[name],
+                )
 
 
 @pytest.mark.parametrize("partition", PARTITIONS)
@@ -158,10 +178,20 @@ def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
     shows that the ranks' UCX starts rendezvous at the preset's threshold. (Building that table,
     UCX 1.13 raises a floating-point exception in ucp_proto_perf_envelope_make, which
     OpenFOAM's trap turns into a crash: FOAM_SIGFPE=false for this run.)"""
-    done = bench_cli("run", "--partition", "cpu", "--tag", "intra2", "--",
-                     "-n", f"Intra2Run%variant=standard.*%ucx={preset}%",
-                     "-S", "env_vars=UCX_PROTO_ENABLE:y,UCX_PROTO_INFO:y,FOAM_SIGFPE:false",
-                     env=env_for(tmp_path), timeout=1800)
+    done = bench_cli(
+        "run",
+        "--partition",
+        "cpu",
+        "--tag",
+        "intra2",
+        "--",
+        "-n",
+        f"Intra2Run%variant=standard.*%ucx={preset}%",
+        "-S",
+        "env_vars=UCX_PROTO_ENABLE:y,UCX_PROTO_INFO:y,FOAM_SIGFPE:false",
+        env=env_for(tmp_path),
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (row,) = read_perflog(tmp_path / "perflogs" / "local" / "cpu" / "Intra2Run.log")
     assert row["run_env"] == f"UCX_RNDV_THRESH={threshold.lower()}b"
@@ -173,31 +203,56 @@ def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
 def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
     """intra1 and intra2 for real on the local scheduler; topofoam.tuning picks the fastest
     combination (median wall time) per stage, and the cost stage then runs with it."""
-    done = bench_cli("run", "--partition", "cpu", "--tag", "intra[12]",
-                     env=env_for(tmp_path), timeout=1800)
+    done = bench_cli(
+        "run", "--partition", "cpu", "--tag", "intra[12]", env=env_for(tmp_path), timeout=1800
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     perflogs = tmp_path / "perflogs" / "local"
     out = tmp_path / "tuning.json"
-    made = subprocess.run([PYTHON, "-m", "topofoam.tuning", str(perflogs), "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True)
+    made = subprocess.run(
+        [PYTHON, "-m", "topofoam.tuning", str(perflogs), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stderr
     rows = read_perflog(perflogs / "cpu" / "Intra2Run.log")
     fastest = min(rows, key=lambda r: float(r["wall_value"]))
-    assert json.loads(out.read_text()) == {"cpu": {
-        "ppn": 2, "binding": fastest["binding"], "ucx": fastest["ucx"],
-        "coll": fastest["coll"]}}
+    assert json.loads(out.read_text()) == {
+        "cpu": {
+            "ppn": 2,
+            "binding": fastest["binding"],
+            "ucx": fastest["ucx"],
+            "coll": fastest["coll"],
+        }
+    }
     # The next stage reads such a file: the standard cost run takes its placement and presets
     # (none of them the defaults, so that taking them shows).
-    out.write_text(json.dumps({"cpu": {"ppn": 2, "binding": "rankmap", "ucx": "rndv128k",
-                                       "coll": "han"}}))
+    out.write_text(
+        json.dumps({"cpu": {"ppn": 2, "binding": "rankmap", "ucx": "rndv128k", "coll": "han"}})
+    )
     env = dict(env_for(tmp_path / "next"), TOPOFOAM_TUNING=str(out))
     (tmp_path / "next").mkdir()
-    done = bench_cli("run", "--partition", "cpu", "--tag", "cost", "--",
-                     "-n", "CostRun%variant=standard", env=env, timeout=1800)
+    done = bench_cli(
+        "run",
+        "--partition",
+        "cpu",
+        "--tag",
+        "cost",
+        "--",
+        "-n",
+        "CostRun%variant=standard",
+        env=env,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (row,) = read_perflog(tmp_path / "next" / "perflogs" / "local" / "cpu" / "CostRun.log")
     assert (row["binding"], row["ucx"], row["coll"], row["run_env"]) == (
-        "rankmap", "rndv128k", "han", "UCX_RNDV_THRESH=128kb OMPI_MCA_coll_han_priority=100")
+        "rankmap",
+        "rndv128k",
+        "han",
+        "UCX_RNDV_THRESH=128kb OMPI_MCA_coll_han_priority=100",
+    )
 
 
 def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
@@ -205,30 +260,61 @@ def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
     and setting; a run within the tolerance passes, and against references a hundred times
     faster than this machine the same run fails its performance stage, naming the wall time."""
     import yaml
+
     _, results = variants_run
     refs = tmp_path / "refs"
-    made = subprocess.run([PYTHON, "-m", "topofoam.references", str(results / "perflogs" / "local"),
-                           "--out", str(refs / "local.yaml"), "--tolerance", "3.0"],
-                          cwd=REPO, capture_output=True, text=True)
+    made = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "topofoam.references",
+            str(results / "perflogs" / "local"),
+            "--out",
+            str(refs / "local.yaml"),
+            "--tolerance",
+            "3.0",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stderr
     data = yaml.safe_load((refs / "local.yaml").read_text())
     rows = read_perflog(results / "perflogs" / "local" / "cpu" / "VariantRun.log")
-    assert sorted(data) == ["VariantRun"]        # no references for the standard fixtures
+    assert sorted(data) == ["VariantRun"]  # no references for the standard fixtures
     assert data["VariantRun"]["$index"] == ["$partition", "setting"]
     cpu = data["VariantRun"]["local:cpu"]
     assert sorted(cpu) == sorted(r["setting"] for r in rows)
     for row in rows:
-        assert cpu[row["setting"]]["wall"] == [round(float(row["wall_value"]), 4), None, 3.0,
-                                               "s"]
+        assert cpu[row["setting"]]["wall"] == [round(float(row["wall_value"]), 4), None, 3.0, "s"]
     one = ["-n", r"VariantRun%variant=standard%binding=block.*pitzDaily"]
-    done = bench_cli("run", "--partition", "cpu", "--tag", "variants", "--", *one,
-                     env=dict(env_for(tmp_path / "pass"), TOPOFOAM_REFERENCES=str(refs)))
+    done = bench_cli(
+        "run",
+        "--partition",
+        "cpu",
+        "--tag",
+        "variants",
+        "--",
+        *one,
+        env=dict(env_for(tmp_path / "pass"), TOPOFOAM_REFERENCES=str(refs)),
+    )
     assert done.returncode == 0, done.stdout[-3000:]
     for setting in cpu:
         cpu[setting]["wall"][0] /= 100
     (refs / "local.yaml").write_text(yaml.safe_dump(data))
-    done = bench_cli("run", "--partition", "cpu", "--tag", "variants", "--", *one,
-                     env=dict(env_for(tmp_path / "fail"), TOPOFOAM_REFERENCES=str(refs)))
+    done = bench_cli(
+        "run",
+        "--partition",
+        "cpu",
+        "--tag",
+        "variants",
+        "--",
+        *one,
+        env=dict(env_for(tmp_path / "fail"), TOPOFOAM_REFERENCES=str(refs)),
+    )
     assert done.returncode == 1
-    assert re.search(r"FAILED VariantRun %variant=standard %binding=block .*pitzDaily.* fail "
-                     r"in performance: .*wall", done.stdout), done.stdout[-3000:]
+    assert re.search(
+        r"FAILED VariantRun %variant=standard %binding=block .*pitzDaily.* fail "
+        r"in performance: .*wall",
+        done.stdout,
+    ), done.stdout[-3000:]

@@ -19,18 +19,23 @@ RTOL = 1e-6
 
 def final_time(case: Path) -> str:
     """The latest time folder of processor0 (not 0)."""
-    times = [p.name for p in (Path(case) / 'processor0').iterdir()
-             if p.is_dir() and re.fullmatch(r'[-+.\deE]+', p.name) and float(p.name) > 0]
+    times = [
+        p.name
+        for p in (Path(case) / "processor0").iterdir()
+        if p.is_dir() and re.fullmatch(r"[-+.\deE]+", p.name) and float(p.name) > 0
+    ]
     if not times:
-        raise ValueError(f'{case}/processor0 has no time folder after 0: the solver wrote '
-                         f'no fields')
+        raise ValueError(
+            f"{case}/processor0 has no time folder after 0: the solver wrote no fields"
+        )
     return max(times, key=float)
 
 
 def field_values(case: Path, time: str, field: str) -> np.ndarray:
     from foamlib import FoamFieldFile
+
     parts = []
-    for proc in sorted(Path(case).glob('processor*'), key=lambda p: int(p.name[9:])):
+    for proc in sorted(Path(case).glob("processor*"), key=lambda p: int(p.name[9:])):
         internal = FoamFieldFile(proc / time / field).internal_field
         parts.append(np.atleast_1d(np.asarray(internal, dtype=float)).reshape(-1))
     return np.concatenate(parts)
@@ -42,17 +47,17 @@ def differences(reference: Path, case: Path) -> dict[str, float]:
     A field missing from ``case``, or of another size, is infinitely different."""
     time = final_time(reference)
     out = {}
-    for path in sorted((Path(reference) / 'processor0' / time).iterdir()):
+    for path in sorted((Path(reference) / "processor0" / time).iterdir()):
         if not path.is_file():
             continue
         ref = field_values(reference, time, path.name)
         try:
             got = field_values(case, time, path.name)
         except (OSError, ValueError):
-            out[path.name] = float('inf')
+            out[path.name] = float("inf")
             continue
         if got.shape != ref.shape:
-            out[path.name] = float('inf')
+            out[path.name] = float("inf")
             continue
         scale = np.abs(ref).max() or 1.0
         out[path.name] = float(np.abs(got - ref).max() / scale)
@@ -64,14 +69,15 @@ def mismatch(reference: Path, case: Path, rtol: float = RTOL) -> str | None:
     try:
         diffs = differences(reference, case)
     except (OSError, ValueError) as e:
-        return f'cannot compare fields with the standard run: {e}'
+        return f"cannot compare fields with the standard run: {e}"
     bad = {f: d for f, d in diffs.items() if not d <= rtol}
     if not diffs:
-        return f'the standard run in {reference} wrote no fields'
+        return f"the standard run in {reference} wrote no fields"
     if bad:
-        listed = ', '.join(f'{f} {d:.2g}' for f, d in sorted(bad.items()))
-        return (f'final fields differ from the standard run by more than {rtol:g} '
-                f'(relative): {listed}')
+        listed = ", ".join(f"{f} {d:.2g}" for f, d in sorted(bad.items()))
+        return (
+            f"final fields differ from the standard run by more than {rtol:g} (relative): {listed}"
+        )
     return None
 
 
@@ -85,11 +91,11 @@ def snapshot(case: Path, dest: Path) -> Path:
     (``dest/case.foam``): each processor's mesh and final fields, and the controlDict."""
     case, dest = Path(case), Path(dest)
     time = final_time(case)
-    for proc in sorted(case.glob('processor*')):
-        for part in ('constant/polyMesh', time):
+    for proc in sorted(case.glob("processor*")):
+        for part in ("constant/polyMesh", time):
             if (proc / part).is_dir():
                 shutil.copytree(proc / part, dest / proc.name / part, dirs_exist_ok=True)
-    (dest / 'system').mkdir(parents=True, exist_ok=True)
-    shutil.copy2(case / 'system' / 'controlDict', dest / 'system' / 'controlDict')
-    (dest / 'case.foam').touch()
+    (dest / "system").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(case / "system" / "controlDict", dest / "system" / "controlDict")
+    (dest / "case.foam").touch()
     return dest

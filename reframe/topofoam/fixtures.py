@@ -25,13 +25,13 @@ class PreparedCase(rfm.RunOnlyRegressionTest):
     case = parameter(list(CASES))
 
     #: A named size of the case (``python -m cases list``) or a cell count such as 2M.
-    size = variable(str, value='ci', loggable=True)
+    size = variable(str, value="ci", loggable=True)
 
     #: Subdomains to decompose into: the run check's number of ranks.
     num_subdomains = variable(int, value=2)
 
     #: decomposePar method; scotch needs the real libscotchDecomp (Debian ships a stub).
-    method = variable(str, value='scotch', loggable=True)
+    method = variable(str, value="scotch", loggable=True)
 
     #: Fixed iterations per linear solve, so every variant does the same work.
     fixed_work = variable(bool, value=True, loggable=True)
@@ -44,44 +44,60 @@ class PreparedCase(rfm.RunOnlyRegressionTest):
     steps = variable(int)
     solver = variable(str)
 
-    valid_systems = ['*']
-    valid_prog_environs = ['+openfoam']
+    valid_systems = ["*"]
+    valid_prog_environs = ["+openfoam"]
     num_tasks = 1
-    time_limit = '2h'       # published sizes mesh for a while; ci takes seconds
+    time_limit = "2h"  # published sizes mesh for a while; ci takes seconds
     sourcesdir = None
 
-    @run_after('setup')
+    @run_after("setup")
     def prepare_command(self):
         # Meshing and decomposition are serial tools: no mpirun/srun around them.
-        self.job.launcher = getlauncher('local')()
+        self.job.launcher = getlauncher("local")()
         self.executable = sys.executable
-        self.executable_opts = ['-m', 'cases', 'prepare', self.case, '--size', self.size,
-                                '-n', str(self.num_subdomains), '--method', self.method,
-                                '--out', 'case']
+        self.executable_opts = [
+            "-m",
+            "cases",
+            "prepare",
+            self.case,
+            "--size",
+            self.size,
+            "-n",
+            str(self.num_subdomains),
+            "--method",
+            self.method,
+            "--out",
+            "case",
+        ]
         if not self.fixed_work:
-            self.executable_opts.append('--converge')
+            self.executable_opts.append("--converge")
         if self.steps_override:
-            self.executable_opts += ['--steps', str(self.steps_override)]
+            self.executable_opts += ["--steps", str(self.steps_override)]
 
     @sanity_function
     def assert_prepared(self):
         """The case was prepared; its facts are read for the run checks."""
-        return sn.all([
-            sn.assert_found(r'^/\S+', self.stdout, msg='python -m cases prepare printed no '
-                            'case folder (see its stderr)'),
-            sn.assert_true(self._read_facts(), msg='the prepared case has no case.json'),
-        ])
+        return sn.all(
+            [
+                sn.assert_found(
+                    r"^/\S+",
+                    self.stdout,
+                    msg="python -m cases prepare printed no case folder (see its stderr)",
+                ),
+                sn.assert_true(self._read_facts(), msg="the prepared case has no case.json"),
+            ]
+        )
 
     def _read_facts(self):
         try:
-            prepared = Prepared.load(f'{self.stagedir}/case')
+            prepared = Prepared.load(f"{self.stagedir}/case")
         except CaseError:
             return False
         self.cells, self.steps, self.solver = prepared.cells, prepared.steps, prepared.solver
         return True
 
     def case_path(self):
-        return f'{self.stagedir}/case'
+        return f"{self.stagedir}/case"
 
     def facts(self):
         """The prepared case (its case.json), for the run checks."""
@@ -98,43 +114,45 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
     on the login node, once (``spack -e <repo> install <spec>``).
     """
 
-    valid_systems = ['*']
-    valid_prog_environs = ['+reduction-schedule']
+    valid_systems = ["*"]
+    valid_prog_environs = ["+reduction-schedule"]
     local = True
     num_tasks = 1
-    time_limit = '6h'       # a Spack build of OpenFOAM from nothing takes hours
-    executable = 'true'
+    time_limit = "6h"  # a Spack build of OpenFOAM from nothing takes hours
+    executable = "true"
     sourcesdir = None
 
-    @run_after('setup')
+    @run_after("setup")
     def choose_build(self):
         extras = self.current_environ.extras
-        self.job.launcher = getlauncher('local')()
-        if extras.get('build_target'):
+        self.job.launcher = getlauncher("local")()
+        if extras.get("build_target"):
             self.executable = sys.executable
-            self.executable_opts = ['-m', 'localsite.openfoam', extras['build_target']]
-        elif extras.get('spack_spec'):
+            self.executable_opts = ["-m", "localsite.openfoam", extras["build_target"]]
+        elif extras.get("spack_spec"):
             # The project's Spack environment: spack.yaml and the overlay repository with
             # patches/ (a no-op once installed).
-            self.executable = 'spack'
-            self.executable_opts = ['-e', str(REPO), 'install', extras['spack_spec']]
+            self.executable = "spack"
+            self.executable_opts = ["-e", str(REPO), "install", extras["spack_spec"]]
 
     @sanity_function
     def assert_built(self):
-        if self.executable == 'true':
+        if self.executable == "true":
             return sn.assert_true(True)
-        if self.executable == 'spack':
-            return sn.assert_eq(self.job.exitcode, 0,
-                                msg='spack install ended with exit code {0} (see its output)')
-        return sn.assert_found(r'^/\S+/lib$', self.stdout,
-                               msg='the local OpenFOAM build printed no library folder')
+        if self.executable == "spack":
+            return sn.assert_eq(
+                self.job.exitcode, 0, msg="spack install ended with exit code {0} (see its output)"
+            )
+        return sn.assert_found(
+            r"^/\S+/lib$", self.stdout, msg="the local OpenFOAM build printed no library folder"
+        )
 
 
 class PreparedSolverMix(PreparedCase):
     """Three cases whose linear solvers differ: GAMG (cavity2D, pitzDaily) and plain CG with
     its many reductions (laplacianFoam), for the checks that compare library variants."""
 
-    case = parameter(['cavity2D', 'pitzDaily', 'laplacianFoam'])
+    case = parameter(["cavity2D", "pitzDaily", "laplacianFoam"])
 
 
 class PreparedCavityRanks(PreparedCase):
@@ -145,12 +163,12 @@ class PreparedCavityRanks(PreparedCase):
     minutes per run there.
     """
 
-    case = parameter(['cavity2D'])
+    case = parameter(["cavity2D"])
     ranks = parameter([2, 4, 8])
-    size = '400'
+    size = "400"
     steps_override = 10
 
-    @run_after('init')
+    @run_after("init")
     def set_subdomains(self):
         self.num_subdomains = self.ranks
 
@@ -159,13 +177,13 @@ class MpiBuild(rfm.CompileOnlyRegressionTest):
     """One C source of reframe/src, compiled with the environment's MPI (mpicc) into
     ``executable``; subclasses name the source and add flags."""
 
-    build_system = 'SingleSource'
-    valid_systems = ['*']
-    cflags = variable(list, value=['-O2'])
+    build_system = "SingleSource"
+    valid_systems = ["*"]
+    cflags = variable(list, value=["-O2"])
 
-    @run_before('compile')
+    @run_before("compile")
     def use_mpicc(self):
-        self.build_system.cc = 'mpicc'
+        self.build_system.cc = "mpicc"
         self.build_system.cflags = self.cflags
         self.build_system.executable = self.executable
 
@@ -174,16 +192,18 @@ class MpiCountBuild(MpiBuild):
     """The PMPI interposer that counts MPI calls by kind (reframe/src/mpicount), built as a
     shared library."""
 
-    sourcesdir = str(SOURCES / 'mpicount')
-    sourcepath = 'mpicount.c'
-    executable = 'libmpicount.so'
-    cflags = ['-O2', '-shared', '-fPIC']
-    valid_prog_environs = ['+seed001']
+    sourcesdir = str(SOURCES / "mpicount")
+    sourcepath = "mpicount.c"
+    executable = "libmpicount.so"
+    cflags = ["-O2", "-shared", "-fPIC"]
+    valid_prog_environs = ["+seed001"]
 
     @sanity_function
     def assert_built(self):
-        return sn.assert_true(os.path.isfile(os.path.join(self.stagedir, self.executable)),
-                              msg='mpicc produced no libmpicount.so')
+        return sn.assert_true(
+            os.path.isfile(os.path.join(self.stagedir, self.executable)),
+            msg="mpicc produced no libmpicount.so",
+        )
 
     def library(self) -> str:
         return os.path.join(self.stagedir, self.executable)

@@ -1,9 +1,9 @@
 """MPI calls by kind, counted by the project's PMPI interposer (reframe/src/mpicount).
 
-    lib = build(folder)                      # mpicc -shared: libmpicount.so
-    env = preload(lib, out)                  # LD_PRELOAD + where each rank writes its counts
-    ... mpirun -x LD_PRELOAD -x TOPOFOAM_MPICOUNT_DIR <solver> -parallel ...
-    calls = read(out)                        # {'MPI_Allreduce': 1234, ...}, summed over ranks
+lib = build(folder)                      # mpicc -shared: libmpicount.so
+env = preload(lib, out)                  # LD_PRELOAD + where each rank writes its counts
+... mpirun -x LD_PRELOAD -x TOPOFOAM_MPICOUNT_DIR <solver> -parallel ...
+calls = read(out)                        # {'MPI_Allreduce': 1234, ...}, summed over ranks
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from topofoam.paths import SOURCES
 
-SOURCE = SOURCES / 'mpicount' / 'mpicount.c'
+SOURCE = SOURCES / "mpicount" / "mpicount.c"
 
 
 class CountError(RuntimeError):
@@ -24,28 +24,35 @@ def build(folder: Path) -> Path:
     """libmpicount.so in ``folder``, compiled with the MPI on PATH (mpicc)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    lib = folder / 'libmpicount.so'
-    done = subprocess.run(['mpicc', '-O2', '-shared', '-fPIC', '-o', str(lib), str(SOURCE)],
-                          capture_output=True, text=True)
+    lib = folder / "libmpicount.so"
+    done = subprocess.run(
+        ["mpicc", "-O2", "-shared", "-fPIC", "-o", str(lib), str(SOURCE)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        raise CountError(f'mpicc could not build {SOURCE} -- install the MPI development '
-                         f'package (Debian: libopenmpi-dev):\n{done.stderr[-1500:]}')
+        raise CountError(
+            f"mpicc could not build {SOURCE} -- install the MPI development "
+            f"package (Debian: libopenmpi-dev):\n{done.stderr[-1500:]}"
+        )
     return lib
 
 
 def preload(lib: Path, out: Path) -> dict:
     """The variables that make every rank count (forward both to the ranks)."""
     Path(out).mkdir(parents=True, exist_ok=True)
-    return {'LD_PRELOAD': str(lib), 'TOPOFOAM_MPICOUNT_DIR': str(out)}
+    return {"LD_PRELOAD": str(lib), "TOPOFOAM_MPICOUNT_DIR": str(out)}
 
 
 def read(out: Path, ranks: int | None = None) -> dict[str, int]:
     """Calls per MPI function, summed over the ranks' files in ``out``; with ``ranks``,
     a missing rank file is an error (that rank did not reach MPI_Finalize)."""
-    files = sorted(Path(out).glob('mpicount.*'))
+    files = sorted(Path(out).glob("mpicount.*"))
     if ranks is not None and len(files) != ranks:
-        raise CountError(f'{out}: counts of {len(files)} rank(s), expected {ranks} -- a rank '
-                         f'did not reach MPI_Finalize (see the run\'s log)')
+        raise CountError(
+            f"{out}: counts of {len(files)} rank(s), expected {ranks} -- a rank "
+            f"did not reach MPI_Finalize (see the run's log)"
+        )
     total: dict[str, int] = {}
     for path in files:
         for line in path.read_text().splitlines():

@@ -24,45 +24,53 @@ from topofoam.results.merge import robust
 
 
 def table(perflogs: Path) -> list[dict]:
-    times = defaultdict(list)       # (partition, size, level) -> [us]
-    logs = perflog.read_system(perflogs, checks=('PingPongRun',))
+    times = defaultdict(list)  # (partition, size, level) -> [us]
+    logs = perflog.read_system(perflogs, checks=("PingPongRun",))
     for row in logs.rows:
-        if row.get('result') != 'pass':
+        if row.get("result") != "pass":
             continue
         part = f"{row['system']}:{row['partition']}"
         for key, value in row.items():
-            if key.startswith('rtt_') and isinstance(value, float):
-                times[part, int(key[len('rtt_'):]), row['level']].append(value)
+            if key.startswith("rtt_") and isinstance(value, float):
+                times[part, int(key[len("rtt_") :]), row["level"]].append(value)
     rows = {}
     for (part, size, level), values in sorted(times.items()):
-        row = rows.setdefault((part, size), {'system': part, 'size': size,
-                                             **dict.fromkeys(LEVELS, '')})
+        row = rows.setdefault(
+            (part, size), {"system": part, "size": size, **dict.fromkeys(LEVELS, "")}
+        )
         row[level] = round(robust(values), 3)
     return list(rows.values())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog='python -m topofoam.p2p',
-                                     description=__doc__.split('\n\n')[0])
-    parser.add_argument('perflogs', type=Path, help="one system's perflog folder")
-    parser.add_argument('--out', type=Path, required=True, help='CSV table to write')
+    parser = argparse.ArgumentParser(
+        prog="python -m topofoam.p2p", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("perflogs", type=Path, help="one system's perflog folder")
+    parser.add_argument("--out", type=Path, required=True, help="CSV table to write")
     args = parser.parse_args(argv)
     rows = table(args.perflogs) if args.perflogs.is_dir() else []
     if not rows:
-        print(f'p2p: no passed PingPongRun rows under {args.perflogs} -- run '
-              f"'reframe ... -t p2p' first, and give the system folder of the perflogs",
-              file=sys.stderr)
+        print(
+            f"p2p: no passed PingPongRun rows under {args.perflogs} -- run "
+            f"'reframe ... -t p2p' first, and give the system folder of the perflogs",
+            file=sys.stderr,
+        )
         return 1
-    with open(args.out, 'w', newline='') as f:
-        f.write(f'# Round-trip time in us by hardware level, measured by reframe/p2p.py '
-                f'({args.perflogs}); passed runs merged by topofoam.results.merge.\n')
-        writer = csv.DictWriter(f, fieldnames=['system', 'size', *LEVELS])
+    with open(args.out, "w", newline="") as f:
+        f.write(
+            f"# Round-trip time in us by hardware level, measured by reframe/p2p.py "
+            f"({args.perflogs}); passed runs merged by topofoam.results.merge.\n"
+        )
+        writer = csv.DictWriter(f, fieldnames=["system", "size", *LEVELS])
         writer.writeheader()
         writer.writerows(rows)
-    print(f'p2p: wrote {args.out} ({len(rows)} rows: '
-          f"{', '.join(sorted({r['system'] for r in rows}))})")
+    print(
+        f"p2p: wrote {args.out} ({len(rows)} rows: "
+        f"{', '.join(sorted({r['system'] for r in rows}))})"
+    )
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

@@ -17,8 +17,10 @@ from reframe.core.builtins import variable
 
 from topofoam.runs import PreparedCaseRun
 
-PROBE = ("echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
-         "$(grep Cpus_allowed_list /proc/self/status | cut -f2)")
+PROBE = (
+    "echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
+    "$(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+)
 
 
 class PlacedRun(PreparedCaseRun):
@@ -26,41 +28,48 @@ class PlacedRun(PreparedCaseRun):
 
     #: 'verified' where the launcher binds and the declared node is the real one; the
     #: perflog says 'not verifiable on this partition' elsewhere.
-    core_binding = variable(str, value='', loggable=True)
+    core_binding = variable(str, value="", loggable=True)
 
     def forward_to_ranks(self, *names: str) -> None:
         """Make every rank see ``names`` (set them in env_vars too)."""
         if names:
-            self.env_vars['OMPI_MCA_mca_base_env_list'] = (
+            self.env_vars["OMPI_MCA_mca_base_env_list"] = (
                 '"${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}'
-                + ';'.join(names) + '"')
+                + ";".join(names)
+                + '"'
+            )
 
     def use_schedule(self, path: str) -> None:
         """Run with the reduction schedule at ``path`` (relative to the stage folder)."""
-        self.env_vars['FOAM_REDUCTION_SCHEDULE'] = f'$PWD/{path}'
+        self.env_vars["FOAM_REDUCTION_SCHEDULE"] = f"$PWD/{path}"
 
     def rankmap_commands(self, topology: str, nodes: int, *options: str) -> None:
         """hosts.alloc (the allocation's hosts) and rankmap's files for them in map/."""
-        local = self.current_partition.scheduler.registered_name == 'local'
-        hosts = 'hostname' if local else 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
+        local = self.current_partition.scheduler.registered_name == "local"
+        hosts = "hostname" if local else 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
         self.add_prerun(
-            'place', f'{hosts} > hosts.alloc',
+            "place",
+            f"{hosts} > hosts.alloc",
             f"{sys.executable} -m rankmap map . --topology '{topology}' --nodes {nodes} "
-            + ''.join(f'{o} ' for o in options)
-            + '--hosts $(paste -sd, hosts.alloc) --out map > rankmap.log')
+            + "".join(f"{o} " for o in options)
+            + "--hosts $(paste -sd, hosts.alloc) --out map > rankmap.log",
+        )
 
-    def probe_placement(self, wrap: str = '') -> None:
+    def probe_placement(self, wrap: str = "") -> None:
         """Launch the probe as the solver will be launched; ``wrap`` prefixes each rank."""
         # ReFrame gives the job its task count when it writes the script, after this hook;
         # the probe's mpirun needs it now (srun takes it from the allocation).
         self.job.num_tasks = self.num_tasks
         launch = self.job.launcher.run_command(self.job)
-        self.add_prerun('probe', f"{launch} {wrap}bash -c '{PROBE}' > placement.txt")
+        self.add_prerun("probe", f"{launch} {wrap}bash -c '{PROBE}' > placement.txt")
 
     def placement_reported(self) -> dict[int, tuple[str, str]]:
         """{rank: (host, CPU set)} as the probe reported them."""
-        found = sn.evaluate(sn.extractall(r'^placement (\d+) (\S+) (\S+)$',
-                                          f'{self.stagedir}/placement.txt', [1, 2, 3]))
+        found = sn.evaluate(
+            sn.extractall(
+                r"^placement (\d+) (\S+) (\S+)$", f"{self.stagedir}/placement.txt", [1, 2, 3]
+            )
+        )
         return {int(r): (h, c) for r, h, c in found}
 
     def placement_checks(self, hosts: list[str], cores: list[str] | None = None) -> list:
@@ -69,18 +78,27 @@ class PlacedRun(PreparedCaseRun):
         got = self.placement_reported()
         ranks = range(self.num_tasks)
         checks = [
-            sn.assert_eq(len(got), self.num_tasks, msg='{0} ranks reported, expected {1}'),
-            sn.assert_eq([got.get(r, ('?', '?'))[0] for r in ranks], list(hosts),
-                         msg='ranks ran on hosts {0}, the placement gives {1}'),
+            sn.assert_eq(len(got), self.num_tasks, msg="{0} ranks reported, expected {1}"),
+            sn.assert_eq(
+                [got.get(r, ("?", "?"))[0] for r in ranks],
+                list(hosts),
+                msg="ranks ran on hosts {0}, the placement gives {1}",
+            ),
         ]
-        if self.core_binding == 'verified' and cores is not None:
-            checks.append(sn.assert_eq([got.get(r, ('?', '?'))[1] for r in ranks],
-                                       list(cores),
-                                       msg='ranks ran on CPUs {0}, the placement gives {1}'))
+        if self.core_binding == "verified" and cores is not None:
+            checks.append(
+                sn.assert_eq(
+                    [got.get(r, ("?", "?"))[1] for r in ranks],
+                    list(cores),
+                    msg="ranks ran on CPUs {0}, the placement gives {1}",
+                )
+            )
         return checks
 
     def schedule_reported(self):
         """The patched OpenFOAM's start-up line for a schedule of this run's size."""
-        return sn.assert_found(rf'^reductionSchedule: \S+ for {self.num_tasks} ranks',
-                               self.stdout,
-                               msg='the patched OpenFOAM did not report the schedule')
+        return sn.assert_found(
+            rf"^reductionSchedule: \S+ for {self.num_tasks} ranks",
+            self.stdout,
+            msg="the patched OpenFOAM did not report the schedule",
+        )

@@ -28,10 +28,10 @@ from topofoam.paths import CHECKS, REPO
 
 @dataclass
 class Job:
-    check: str          # the test's class name
+    check: str  # the test's class name
     partition: str
-    nodes: int          # 0: not a batch job (runs where ReFrame runs)
-    hours: float        # time limit
+    nodes: int  # 0: not a batch job (runs where ReFrame runs)
+    hours: float  # time limit
 
     @property
     def node_hours(self) -> float:
@@ -40,47 +40,52 @@ class Job:
 
 def _time_hours(value: str) -> float:
     """Slurm's --time ([D-]H:M:S as ReFrame writes it) in hours."""
-    days, _, clock = value.rpartition('-')
-    h, m, s = (int(x) for x in clock.split(':'))
+    days, _, clock = value.rpartition("-")
+    h, m, s = (int(x) for x in clock.split(":"))
     return int(days or 0) * 24 + h + m / 60 + s / 3600
 
 
 def read_job(script: Path) -> Job:
     """The job of one generated rfm_job.sh (its folder: stage/<system>/<partition>/...)."""
     text = script.read_text()
-    sbatch = dict(re.findall(r'^#SBATCH --([\w-]+)(?:=(.*))?$', text, re.M))
-    check = re.sub(r'_[0-9a-f]{8}$', '', script.parent.name)
+    sbatch = dict(re.findall(r"^#SBATCH --([\w-]+)(?:=(.*))?$", text, re.M))
+    check = re.sub(r"_[0-9a-f]{8}$", "", script.parent.name)
     partition = script.parts[-4]
     if not sbatch:
         return Job(check, partition, 0, 0.0)
-    if 'nodes' in sbatch:
-        nodes = int(sbatch['nodes'].split('-')[0])
+    if "nodes" in sbatch:
+        nodes = int(sbatch["nodes"].split("-")[0])
     else:
-        ntasks = int(sbatch.get('ntasks', 1))
-        nodes = math.ceil(ntasks / int(sbatch.get('ntasks-per-node', ntasks)))
-    hours = _time_hours(sbatch['time']) if 'time' in sbatch else 0.0
+        ntasks = int(sbatch.get("ntasks", 1))
+        nodes = math.ceil(ntasks / int(sbatch.get("ntasks-per-node", ntasks)))
+    hours = _time_hours(sbatch["time"]) if "time" in sbatch else 0.0
     return Job(check, partition, nodes, hours)
 
 
 def _reframe() -> str:
     """The reframe command of this Python environment (else the one on PATH)."""
-    beside = Path(sys.executable).parent / 'reframe'
-    found = str(beside) if beside.exists() else shutil.which('reframe')
+    beside = Path(sys.executable).parent / "reframe"
+    found = str(beside) if beside.exists() else shutil.which("reframe")
     if not found:
-        raise SystemExit('plan: no reframe command -- run ./bench setup, or pip install '
-                         'reframe-hpc')
+        raise SystemExit(
+            "plan: no reframe command -- run ./bench setup, or pip install reframe-hpc"
+        )
     return found
 
 
 def dry_run(reframe_args: list[str], scratch: Path) -> list[Job]:
     env = dict(os.environ, TOPOFOAM_RESULTS=str(scratch))
-    done = subprocess.run([_reframe(), '-c', str(CHECKS),
-                           '--dry-run', *reframe_args], cwd=REPO, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [_reframe(), "-c", str(CHECKS), "--dry-run", *reframe_args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        tail = '\n'.join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise SystemExit(f'plan: reframe --dry-run failed:\n{tail}')
-    return [read_job(p) for p in sorted(scratch.glob('reframe/stage/*/*/*/*/rfm_job.sh'))]
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise SystemExit(f"plan: reframe --dry-run failed:\n{tail}")
+    return [read_job(p) for p in sorted(scratch.glob("reframe/stage/*/*/*/*/rfm_job.sh"))]
 
 
 def table(jobs: list[Job]) -> str:
@@ -93,29 +98,32 @@ def table(jobs: list[Job]) -> str:
             row[2] += job.node_hours
         else:
             row[3] += 1
-    lines = [f"{'check':<28} {'jobs':>5} {'max nodes':>9} {'node-hours (max)':>16} "
-             f"{'local':>5}"]
+    lines = [f"{'check':<28} {'jobs':>5} {'max nodes':>9} {'node-hours (max)':>16} {'local':>5}"]
     for check, (n, most, nh, local) in sorted(rows.items()):
-        lines.append(f'{check:<28} {n:>5} {most:>9} {nh:>16.1f} {local:>5}')
+        lines.append(f"{check:<28} {n:>5} {most:>9} {nh:>16.1f} {local:>5}")
     batch = [j for j in jobs if j.nodes]
-    lines.append(f"{'total':<28} {len(batch):>5} {max((j.nodes for j in batch), default=0):>9} "
-                 f"{sum(j.node_hours for j in batch):>16.1f} {len(jobs) - len(batch):>5}")
-    return '\n'.join(lines)
+    lines.append(
+        f"{'total':<28} {len(batch):>5} {max((j.nodes for j in batch), default=0):>9} "
+        f"{sum(j.node_hours for j in batch):>16.1f} {len(jobs) - len(batch):>5}"
+    )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog='python -m topofoam.plan', description=__doc__.split('\n\n')[0],
-        epilog='Every other option goes to reframe as it is (-C, -t, -n, -S, --system ...).')
+        prog="python -m topofoam.plan",
+        description=__doc__.split("\n\n")[0],
+        epilog="Every other option goes to reframe as it is (-C, -t, -n, -S, --system ...).",
+    )
     _, rest = parser.parse_known_args(argv)
-    with tempfile.TemporaryDirectory(prefix='topofoam-plan-') as scratch:
+    with tempfile.TemporaryDirectory(prefix="topofoam-plan-") as scratch:
         jobs = dry_run(rest, Path(scratch))
     if not jobs:
-        print('plan: the selection makes no jobs')
+        print("plan: the selection makes no jobs")
         return 0
     print(table(jobs))
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

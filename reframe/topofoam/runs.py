@@ -17,72 +17,73 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     ``assert_physics`` holds the case's own physical checks (cases/catalog.py).
     """
 
-    case = variable(str, value='', loggable=True)
-    size = variable(str, value='', loggable=True)
-    solver = variable(str, value='', loggable=True)
+    case = variable(str, value="", loggable=True)
+    size = variable(str, value="", loggable=True)
+    solver = variable(str, value="", loggable=True)
     #: 'emulated' on a partition whose nodes share one machine (extras: emulated): such
     #: timings mean nothing and are kept out of performance references and comparisons.
-    timing = variable(str, value='measured', loggable=True)
+    timing = variable(str, value="measured", loggable=True)
     #: What kind of run this is, for the tools that read perflogs (topofoam.results.stages):
     #: the check's stage tag (cases, variants, intra1, ..., storage).
-    stage = variable(str, value='', loggable=True)
+    stage = variable(str, value="", loggable=True)
     #: The site's node-hour price and currency (partition extras), so that the report
     #: prices node-hours without reading the site configuration.
-    node_hour_price = variable(str, value='', loggable=True)
-    currency = variable(str, value='', loggable=True)
-    sourcesdir = None       # the case comes from the fixture, nothing from reframe/src
+    node_hour_price = variable(str, value="", loggable=True)
+    currency = variable(str, value="", loggable=True)
+    sourcesdir = None  # the case comes from the fixture, nothing from reframe/src
 
     #: The job script's commands before the solver, by phase, in this order. Hooks add to a
     #: phase (``add_prerun``); ``assemble_prerun`` writes them out last, so the order of the
     #: script never depends on the order the hooks ran in.
-    PRERUN_PHASES = ('stage_in', 'prepare', 'place', 'probe', 'start')
+    PRERUN_PHASES = ("stage_in", "prepare", "place", "probe", "start")
     prerun_steps = variable(dict, value={})
 
-    @run_after('setup')
+    @run_after("setup")
     def log_site_price(self):
         extras = self.current_partition.extras
-        price = extras.get('node_hour_price')
-        self.node_hour_price = '' if price is None else str(price)
-        self.currency = extras.get('currency') or ''
+        price = extras.get("node_hour_price")
+        self.node_hour_price = "" if price is None else str(price)
+        self.currency = extras.get("currency") or ""
 
-    @run_after('setup')
+    @run_after("setup")
     def set_solver(self):
         if self.is_dry_run():
             # Nothing was prepared: the job script needs only the solver's name.
             self.case = self.prepared.case
             self.size = self.prepared.size
             self.solver = self.executable = CASES[self.prepared.case].solver
-            self.executable_opts = ['-parallel']
+            self.executable_opts = ["-parallel"]
             return
         facts = self.prepared.facts()
         self.case = facts.case
         self.size = facts.size
         self.solver = facts.solver
         self.executable = facts.solver
-        self.executable_opts = ['-parallel']
+        self.executable_opts = ["-parallel"]
         self.expected_steps = facts.steps
         self.expected_cells = facts.cells
-        if self.current_partition.extras.get('emulated'):
-            self.timing = 'emulated'
+        if self.current_partition.extras.get("emulated"):
+            self.timing = "emulated"
 
     def add_prerun(self, phase: str, *commands: str) -> None:
         """Commands for ``phase`` of the job script (see PRERUN_PHASES)."""
         if phase not in self.PRERUN_PHASES:
-            raise ValueError(f'unknown prerun phase {phase!r}: {self.PRERUN_PHASES}')
+            raise ValueError(f"unknown prerun phase {phase!r}: {self.PRERUN_PHASES}")
         self.prerun_steps.setdefault(phase, []).extend(commands)
 
-    @run_after('init')
+    @run_after("init")
     def fresh_prerun_steps(self):
         self.prerun_steps = {}
 
-    @run_before('run')
+    @run_before("run")
     def copy_prepared_case(self):
-        self.add_prerun('stage_in', f'cp -r {self.prepared.case_path()}/. .')
+        self.add_prerun("stage_in", f"cp -r {self.prepared.case_path()}/. .")
 
-    @run_before('run', always_last=True)
+    @run_before("run", always_last=True)
     def assemble_prerun(self):
-        self.prerun_cmds = [c for phase in self.PRERUN_PHASES
-                            for c in self.prerun_steps.get(phase, [])] + list(self.prerun_cmds)
+        self.prerun_cmds = [
+            c for phase in self.PRERUN_PHASES for c in self.prerun_steps.get(phase, [])
+        ] + list(self.prerun_cmds)
 
     @sanity_function
     def assert_run(self):
@@ -92,8 +93,12 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     def assert_physics(self):
         """The case's physical checks on the solver log (continuity, Courant number,
         boundedness, conservation), each failing with its own message."""
-        return sn.all([sn.assert_false(_problem(self.stdout, check), msg='{0}')
-                       for check in self.prepared.facts().checks])
+        return sn.all(
+            [
+                sn.assert_false(_problem(self.stdout, check), msg="{0}")
+                for check in self.prepared.facts().checks
+            ]
+        )
 
 
 @sn.deferrable

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-SOLVERS = ('PCG', 'PiPePCG', 'RePiPePCG')
+SOLVERS = ("PCG", "PiPePCG", "RePiPePCG")
 
 
 class SolverError(ValueError):
@@ -22,42 +22,49 @@ def use(case: Path, solver: str, preconditioner: str | None = None) -> list[str]
     """Replace PCG by ``solver`` (and, if given, every such entry's preconditioner) in
     ``case``/system/fvSolution; the names of the entries changed."""
     from foamlib import FoamFile
+
     if solver not in SOLVERS:
-        raise SolverError(f'unknown solver {solver!r} -- choose from {", ".join(SOLVERS)}')
-    path = Path(case) / 'system' / 'fvSolution'
+        raise SolverError(f"unknown solver {solver!r} -- choose from {', '.join(SOLVERS)}")
+    path = Path(case) / "system" / "fvSolution"
     try:
         solution = FoamFile(path)
-        entries = solution['solvers']
-        names = [name for name in entries if isinstance(entries[name], dict)
-                 or hasattr(entries[name], 'keys')]
-        changed = [name for name in names if entries[name].get('solver') == 'PCG']
+        entries = solution["solvers"]
+        names = [
+            name
+            for name in entries
+            if isinstance(entries[name], dict) or hasattr(entries[name], "keys")
+        ]
+        changed = [name for name in names if entries[name].get("solver") == "PCG"]
     except (OSError, KeyError, ValueError) as e:
-        raise SolverError(f'{path}: cannot read its solvers ({e})') from None
+        raise SolverError(f"{path}: cannot read its solvers ({e})") from None
     if not changed:
-        raise SolverError(f'{path}: no solver entry uses PCG -- the variant needs a case whose '
-                          f'pressure equation PCG solves (damBreak2D/3D, hpcCavity3D)')
+        raise SolverError(
+            f"{path}: no solver entry uses PCG -- the variant needs a case whose "
+            f"pressure equation PCG solves (damBreak2D/3D, hpcCavity3D)"
+        )
     for name in changed:
-        solution['solvers', name, 'solver'] = solver
+        solution["solvers", name, "solver"] = solver
         if preconditioner:
-            solution['solvers', name, 'preconditioner'] = preconditioner
+            solution["solvers", name, "preconditioner"] = preconditioner
     return changed
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog='python -m topofoam.solvers',
-                                     description=__doc__.split('\n\n')[0])
-    parser.add_argument('case', type=Path)
-    parser.add_argument('solver', choices=SOLVERS)
-    parser.add_argument('--preconditioner')
+    parser = argparse.ArgumentParser(
+        prog="python -m topofoam.solvers", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("case", type=Path)
+    parser.add_argument("solver", choices=SOLVERS)
+    parser.add_argument("--preconditioner")
     args = parser.parse_args(argv)
     try:
         changed = use(args.case, args.solver, args.preconditioner)
     except SolverError as e:
-        print(f'solvers: {e}', file=sys.stderr)
+        print(f"solvers: {e}", file=sys.stderr)
         return 2
-    print(f'solvers: {", ".join(changed)} -> {args.solver}')
+    print(f"solvers: {', '.join(changed)} -> {args.solver}")
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

@@ -38,9 +38,9 @@ def partitions() -> list:
     """The current system's partitions that carry sweep values."""
     try:
         system = runtime().system
-    except Exception:       # imported outside a ReFrame run (documentation, linters)
+    except Exception:  # imported outside a ReFrame run (documentation, linters)
         return []
-    return [p for p in system.partitions if 'ppn' in p.extras]
+    return [p for p in system.partitions if "ppn" in p.extras]
 
 
 @functools.cache
@@ -49,7 +49,7 @@ def tuning() -> dict:
     every test of a listing asks, per partition. A file that cannot be used stops the listing
     with one line (a check that silently drops its tests would be worse)."""
     try:
-        return sweepspace.read_tuning(os.environ.get('TOPOFOAM_TUNING'))
+        return sweepspace.read_tuning(os.environ.get("TOPOFOAM_TUNING"))
     except SweepError as e:
         sys.exit(str(e))
 
@@ -57,8 +57,9 @@ def tuning() -> dict:
 def settings(part) -> sweepspace.Settings:
     """The partition's settings for what a stage does not sweep (tuning file, else defaults)."""
     try:
-        return sweepspace.Settings(part, tuning(),
-                                   f"TOPOFOAM_TUNING={os.environ.get('TOPOFOAM_TUNING')}")
+        return sweepspace.Settings(
+            part, tuning(), f"TOPOFOAM_TUNING={os.environ.get('TOPOFOAM_TUNING')}"
+        )
     except SweepError as e:
         sys.exit(str(e))
 
@@ -67,7 +68,7 @@ def layouts(kind: str) -> list[tuple[int, int]]:
     """(nodes, processes per node) of ``kind`` over the sweep partitions (sweepspace)."""
     parts = partitions()
     for part in parts:
-        settings(part)      # a bad tuning value stops here, naming it
+        settings(part)  # a bad tuning value stops here, naming it
     return sweepspace.layouts(kind, parts, tuning())
 
 
@@ -78,7 +79,7 @@ def union(key: str) -> list:
 
 def layout_name(layout) -> str:
     """'2x36': how a (nodes, processes per node) layout shows in test names."""
-    return f'{layout[0]}x{layout[1]}'
+    return f"{layout[0]}x{layout[1]}"
 
 
 class PreparedLayout(PreparedCase):
@@ -87,7 +88,7 @@ class PreparedLayout(PreparedCase):
 
     layout = parameter([(1, 1)], fmt=layout_name)
 
-    @run_after('init')
+    @run_after("init")
     def set_subdomains(self):
         nodes, ppn = self.layout
         self.num_subdomains = nodes * ppn
@@ -105,46 +106,46 @@ class SweepRun(PlacedRun):
     """
 
     # A stage sweeps some of these (it redefines them); '' takes the partition's Settings.
-    variant = parameter(['standard'])
+    variant = parameter(["standard"])
     #: How far the final fields may be from the standard run's (relative to its largest
     #: magnitude): summation order only, unless a variant changes the arithmetic.
     fields_rtol = variable(float, value=fields.RTOL)
-    binding = parameter([''])
-    ucx = parameter([''])
-    ucx_inter = parameter([''])
-    coll = parameter([''])
+    binding = parameter([""])
+    ucx = parameter([""])
+    ucx_inter = parameter([""])
+    coll = parameter([""])
     nodes = variable(int, value=0, loggable=True)
     ppn = variable(int, value=0, loggable=True)
-    nps = variable(str, value='', loggable=True)
+    nps = variable(str, value="", loggable=True)
     #: The variables the presets set, as 'K=V K=V' (a perflog column).
-    run_env = variable(str, value='', loggable=True)
+    run_env = variable(str, value="", loggable=True)
     #: The OpenFOAM build: its Spack spec, or the local build's id (its cache folder).
-    openfoam_build = variable(str, value='', loggable=True)
-    nodelist = variable(str, value='', loggable=True)
+    openfoam_build = variable(str, value="", loggable=True)
+    nodelist = variable(str, value="", loggable=True)
     #: The partition's defaults a stage starts from ('ppn=2 binding=block ...'): the report
     #: compares a stage's best with them without reading the site configuration.
-    defaults = variable(str, value='', loggable=True)
+    defaults = variable(str, value="", loggable=True)
     #: Everything that sets a run's time, in one key: case/size/NODESxPPN/variant/binding/
     #: ucx/coll/ucx_inter. Performance references are indexed by partition and this key.
-    setting = variable(str, value='', loggable=True)
+    setting = variable(str, value="", loggable=True)
     #: srun or mpirun instead of the partition's launcher (-S launcher_kind=mpirun).
-    launcher_kind = variable(str, value='', loggable=True)
-    time_limit = '1h'
+    launcher_kind = variable(str, value="", loggable=True)
+    time_limit = "1h"
     # Where each rank ran, rankmap's files (analysis.json: communication per hardware
     # level), and the final fields with their difference from the standard run (the report
     # reads them all).
-    keep_files = ['placement.txt', 'rankmap.log', 'map', 'fields.json', 'final']
+    keep_files = ["placement.txt", "rankmap.log", "map", "fields.json", "final"]
     # Timings need the nodes to themselves.
     exclusive_access = True
-    tags = {'sweep'}
+    tags = {"sweep"}
 
     # -- which partitions a combination applies to ----------------------------------------
 
     def _layout(self):
-        fixtures = type(self).get_variant_info(self.variant_num, recurse=True)['fixtures']
-        if 'prepared' not in fixtures:      # a stage run: the case comes with its reference
-            fixtures = fixtures['standard_run']['fixtures']
-        return tuple(fixtures['prepared']['params']['layout'])
+        fixtures = type(self).get_variant_info(self.variant_num, recurse=True)["fixtures"]
+        if "prepared" not in fixtures:  # a stage run: the case comes with its reference
+            fixtures = fixtures["standard_run"]["fixtures"]
+        return tuple(fixtures["prepared"]["params"]["layout"])
 
     def applies(self, part, nodes: int, ppn: int) -> bool:
         """Whether this test's combination runs on ``part`` (topofoam.sweepspace)."""
@@ -152,16 +153,16 @@ class SweepRun(PlacedRun):
         settings(part)
         return sweepspace.applies(self.stage, combo, part, nodes, ppn, tuning())
 
-    @run_after('init')
+    @run_after("init")
     def select_partitions(self):
         if self.is_fixture():
-            return              # a reference run: ReFrame gives it its parent's partition
+            return  # a reference run: ReFrame gives it its parent's partition
         nodes, ppn = self._layout()
         self.valid_systems = [p.fullname for p in partitions() if self.applies(p, nodes, ppn)]
 
     # -- the run ---------------------------------------------------------------------------
 
-    @run_after('setup')
+    @run_after("setup")
     def set_layout(self):
         part = self.current_partition
         x, s = part.extras, settings(part)
@@ -169,33 +170,45 @@ class SweepRun(PlacedRun):
         self.nodes, self.ppn = self._layout()
         self.num_tasks = self.nodes * self.ppn
         self.num_tasks_per_node = self.ppn
-        self.nps = x.get('nps', '')
+        self.nps = x.get("nps", "")
         self.binding = self.binding or s.binding
         self.ucx = self.ucx or s.ucx
         self.coll = self.coll or s.coll
         self.ucx_inter = self.ucx_inter or s.inter(self.nodes, part)
-        env = presets.merged(presets.env_of('ucx', self.ucx), presets.env_of('coll', self.coll),
-                             presets.env_of('ucx_inter', self.ucx_inter)
-                             if self.nodes > 1 else {})
-        self.run_env = ' '.join(f'{k}={v}' for k, v in env.items())
+        env = presets.merged(
+            presets.env_of("ucx", self.ucx),
+            presets.env_of("coll", self.coll),
+            presets.env_of("ucx_inter", self.ucx_inter) if self.nodes > 1 else {},
+        )
+        self.run_env = " ".join(f"{k}={v}" for k, v in env.items())
         self.env_vars.update(env)
         forward = list(env)
         environ = self.current_environ.extras
-        self.openfoam_build = (environ.get('spack_spec') or environ.get('build_id')
-                               or 'stock')
+        self.openfoam_build = environ.get("spack_spec") or environ.get("build_id") or "stock"
         if self.variant in SCHEDULE_VARIANTS:
-            self.use_schedule('map/reductionSchedule')
-            forward.append('FOAM_REDUCTION_SCHEDULE')
+            self.use_schedule("map/reductionSchedule")
+            forward.append("FOAM_REDUCTION_SCHEDULE")
         self.forward_to_ranks(*forward)
-        self.setting = '/'.join([self.case, self.size, f'{self.nodes}x{self.ppn}', self.variant,
-                                 self.binding, self.ucx, self.coll,
-                                 self.ucx_inter if self.nodes > 1 else '-'])
+        self.setting = "/".join(
+            [
+                self.case,
+                self.size,
+                f"{self.nodes}x{self.ppn}",
+                self.variant,
+                self.binding,
+                self.ucx,
+                self.coll,
+                self.ucx_inter if self.nodes > 1 else "-",
+            ]
+        )
         self.use_references()
-        binds = x.get('binds', False) and x.get('declared_is_real', False)
-        self.core_binding = 'verified' if binds else 'not verifiable on this partition'
-        self.descr = (f'{self.case} on {self.nodes} node(s) x {self.ppn}, {self.variant}, '
-                      f'{self.binding}, ucx {self.ucx}, coll {self.coll}'
-                      + (f', inter {self.ucx_inter}' if self.nodes > 1 else ''))
+        binds = x.get("binds", False) and x.get("declared_is_real", False)
+        self.core_binding = "verified" if binds else "not verifiable on this partition"
+        self.descr = (
+            f"{self.case} on {self.nodes} node(s) x {self.ppn}, {self.variant}, "
+            f"{self.binding}, ucx {self.ucx}, coll {self.coll}"
+            + (f", inter {self.ucx_inter}" if self.nodes > 1 else "")
+        )
 
     def use_references(self):
         """The site's references (topofoam.paths.references_file), if it has them: a run
@@ -203,17 +216,17 @@ class SweepRun(PlacedRun):
         Emulated timings have none, and neither have the standard runs that serve as
         fixtures: their parents' sanity needs their fields, not their speed."""
         path = paths.references_file(self.current_system.name)
-        if self.timing == 'measured' and not self.is_fixture() and path.exists():
-            self.reference = {'$ref': str(path)}    # absolute: no prefix is joined to it
+        if self.timing == "measured" and not self.is_fixture() and path.exists():
+            self.reference = {"$ref": str(path)}  # absolute: no prefix is joined to it
 
-    @run_before('run')
+    @run_before("run")
     def keep_a_pristine_case(self):
         """A standard run (a fixture) keeps an untouched copy of the case for its parents:
         ReFrame removes the preparation's stage once its direct dependents are done."""
         if self.is_fixture():
-            self.add_prerun('stage_in', f'cp -r {self.prepared.case_path()} case')
+            self.add_prerun("stage_in", f"cp -r {self.prepared.case_path()} case")
 
-    @run_before('run')
+    @run_before("run")
     def map_and_launch(self):
         part = self.current_partition
         x = part.extras
@@ -221,30 +234,35 @@ class SweepRun(PlacedRun):
             self.job.launcher = getlauncher(self.launcher_kind)()
         launcher = self.job.launcher
         self.launcher_kind = launcher.registered_name
-        self.rankmap_commands(x['topology'], self.nodes, f'--placement {self.binding}')
+        self.rankmap_commands(x["topology"], self.nodes, f"--placement {self.binding}")
         name = launcher.registered_name
-        if name == 'srun':
-            self.env_vars['SLURM_HOSTFILE'] = '$PWD/map/slurm.hostfile'
-            launcher.options += ['--distribution=arbitrary', '--cpu-bind=$(cat map/srun.cpu_bind)']
-            wrap = 'map/bind_rank '
-        elif name == 'mpirun':
-            launcher.options += (['--map-by', 'rankfile:file=map/rankfile']
-                                 if x.get('mpi') == 'openmpi5' else ['-rf', 'map/rankfile'])
-            wrap = ''
+        if name == "srun":
+            self.env_vars["SLURM_HOSTFILE"] = "$PWD/map/slurm.hostfile"
+            launcher.options += ["--distribution=arbitrary", "--cpu-bind=$(cat map/srun.cpu_bind)"]
+            wrap = "map/bind_rank "
+        elif name == "mpirun":
+            launcher.options += (
+                ["--map-by", "rankfile:file=map/rankfile"]
+                if x.get("mpi") == "openmpi5"
+                else ["-rf", "map/rankfile"]
+            )
+            wrap = ""
         else:
-            raise ValueError(f'partition {part.fullname}: launcher {name} cannot place ranks '
-                             f'-- use srun or mpirun')
+            raise ValueError(
+                f"partition {part.fullname}: launcher {name} cannot place ranks "
+                f"-- use srun or mpirun"
+            )
         self.probe_placement(wrap)
-        self.add_prerun('start', 't0=$(date +%s.%N)')
-        self.executable = f'{wrap}{self.executable}'
+        self.add_prerun("start", "t0=$(date +%s.%N)")
+        self.executable = f"{wrap}{self.executable}"
         self.postrun_cmds += [
             'echo "solver wall seconds: $(awk -v a=$t0 -v b=$(date +%s.%N) '
-            '\'BEGIN { print b - a }\')"',
+            "'BEGIN { print b - a }')\"",
         ]
 
-    @run_after('run')
+    @run_after("run")
     def record_nodes(self):
-        self.nodelist = ','.join(self.job.nodelist or [])
+        self.nodelist = ",".join(self.job.nodelist or [])
 
     # -- sanity and performance -----------------------------------------------------------
 
@@ -252,11 +270,11 @@ class SweepRun(PlacedRun):
         """(host, CPU) per rank: rankmap's slurm.hostfile gives the host, slurm.cpu_bind each
         host's CPUs in the order of its ranks."""
         try:
-            hosts = open(f'{self.stagedir}/map/slurm.hostfile').read().split()
-            cpus = dict(line.split() for line in open(f'{self.stagedir}/map/slurm.cpu_bind'))
+            hosts = open(f"{self.stagedir}/map/slurm.hostfile").read().split()
+            cpus = dict(line.split() for line in open(f"{self.stagedir}/map/slurm.cpu_bind"))
         except OSError:
-            return []           # rankmap failed: rankmap.log and the job's stderr say why
-        lists = {h: spec.split(':', 1)[1].split(',') for h, spec in cpus.items()}
+            return []  # rankmap failed: rankmap.log and the job's stderr say why
+        lists = {h: spec.split(":", 1)[1].split(",") for h, spec in cpus.items()}
         taken = dict.fromkeys(lists, 0)
         placed = []
         for host in hosts:
@@ -271,34 +289,43 @@ class SweepRun(PlacedRun):
         checks.append(self.assert_run())
         if self.variant in SCHEDULE_VARIANTS:
             checks.append(self.schedule_reported())
-        reference = getattr(self, 'standard_run', None)
+        reference = getattr(self, "standard_run", None)
         if reference is not None:
-            checks.append(sn.assert_false(
-                _fields_mismatch(reference.stagedir, self.stagedir, self.fields_rtol),
-                msg='{0}'))
+            checks.append(
+                sn.assert_false(
+                    _fields_mismatch(reference.stagedir, self.stagedir, self.fields_rtol), msg="{0}"
+                )
+            )
         return sn.all(checks)
 
-    @run_after('sanity')
+    @run_after("sanity")
     def keep_final_fields(self):
         """For the report: how far the final fields are from the standard run's
         (fields.json), and, for small cases, the final fields themselves (final/case.foam)."""
         if self.is_dry_run():
-            return              # nothing ran
-        reference = getattr(self, 'standard_run', None)
+            return  # nothing ran
+        reference = getattr(self, "standard_run", None)
         if reference is not None:
             diffs = fields.differences(reference.stagedir, self.stagedir)
-            with open(f'{self.stagedir}/fields.json', 'w') as f:
-                json.dump({'standard_run': reference.outputdir, 'rtol': self.fields_rtol,
-                           'max_relative_difference': diffs}, f, indent=1)
+            with open(f"{self.stagedir}/fields.json", "w") as f:
+                json.dump(
+                    {
+                        "standard_run": reference.outputdir,
+                        "rtol": self.fields_rtol,
+                        "max_relative_difference": diffs,
+                    },
+                    f,
+                    indent=1,
+                )
         if (self.expected_cells or 0) <= fields.SNAPSHOT_CELLS:
-            fields.snapshot(self.stagedir, f'{self.stagedir}/final')
+            fields.snapshot(self.stagedir, f"{self.stagedir}/final")
 
-    @performance_function('s')
+    @performance_function("s")
     def wall(self):
         """Wall time of the solver launch, from the job script's clock."""
-        return sn.extractsingle(r'^solver wall seconds: (\S+)', self.stdout, 1, float)
+        return sn.extractsingle(r"^solver wall seconds: (\S+)", self.stdout, 1, float)
 
-    @performance_function('node-h')
+    @performance_function("node-h")
     def node_hours(self):
         """Node-hours the solver spent: nodes x wall time."""
         return self.nodes * self.wall() / 3600
@@ -316,7 +343,7 @@ class CaseCopy:
     def __init__(self, standard_run):
         self.case = standard_run.prepared.case
         self.size = standard_run.prepared.size
-        self._path = f'{standard_run.stagedir}/case'
+        self._path = f"{standard_run.stagedir}/case"
 
     def case_path(self) -> str:
         return self._path

@@ -24,7 +24,7 @@ from sitekit import presets
 from topofoam.results.stages import defaults
 
 #: The variants that run with rankmap's reduction schedule (seed 000).
-SCHEDULE_VARIANTS = ('global', 'local+global')
+SCHEDULE_VARIANTS = ("global", "local+global")
 
 
 class SweepError(ValueError):
@@ -46,11 +46,14 @@ def read_tuning(path: str | None) -> dict:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
-        raise SweepError(f'TOPOFOAM_TUNING={path}: cannot read it as JSON ({e}) -- fix or '
-                         f'unset it') from None
+        raise SweepError(
+            f"TOPOFOAM_TUNING={path}: cannot read it as JSON ({e}) -- fix or unset it"
+        ) from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise SweepError(f'TOPOFOAM_TUNING={path}: expected an object keyed by partition '
-                         f'name, each an object of settings -- fix or unset it')
+        raise SweepError(
+            f"TOPOFOAM_TUNING={path}: expected an object keyed by partition "
+            f"name, each an object of settings -- fix or unset it"
+        )
     return data
 
 
@@ -58,35 +61,42 @@ class Settings:
     """What a stage does not sweep, on one partition: the tuning file's best, else the
     defaults (the most processes per node, block placement, first preset of each list)."""
 
-    def __init__(self, part: Partition, tuning: dict, source: str = 'the tuning file'):
+    def __init__(self, part: Partition, tuning: dict, source: str = "the tuning file"):
         x = part.extras
         start = defaults(x)
         best = tuning.get(part.name, {})
         try:
-            self.ppn = int(best.get('ppn', start['ppn']))
+            self.ppn = int(best.get("ppn", start["ppn"]))
         except (TypeError, ValueError):
-            raise SweepError(f"{source}: {part.name}: ppn {best.get('ppn')!r} is not a "
-                             f"whole number -- choose from 1..{x['cores']}") from None
-        self.binding = best.get('binding', start['binding'])
-        self.ucx = best.get('ucx', start['ucx'])
-        self.coll = best.get('coll', start['coll'])
-        self.ucx_inter = {int(n): v for n, v in best.get('ucx_inter', {}).items()}
+            raise SweepError(
+                f"{source}: {part.name}: ppn {best.get('ppn')!r} is not a "
+                f"whole number -- choose from 1..{x['cores']}"
+            ) from None
+        self.binding = best.get("binding", start["binding"])
+        self.ucx = best.get("ucx", start["ucx"])
+        self.coll = best.get("coll", start["coll"])
+        self.ucx_inter = {int(n): v for n, v in best.get("ucx_inter", {}).items()}
         self.defaults = start
         # A value the partition cannot run would silently drop every test that uses it.
-        allowed = [('ppn', [self.ppn], range(1, x['cores'] + 1)),
-                   ('binding', [self.binding], presets.BINDINGS),
-                   ('ucx', [self.ucx], x['ucx']), ('coll', [self.coll], x['coll']),
-                   ('ucx_inter', list(self.ucx_inter.values()), x['ucx_inter'])]
+        allowed = [
+            ("ppn", [self.ppn], range(1, x["cores"] + 1)),
+            ("binding", [self.binding], presets.BINDINGS),
+            ("ucx", [self.ucx], x["ucx"]),
+            ("coll", [self.coll], x["coll"]),
+            ("ucx_inter", list(self.ucx_inter.values()), x["ucx_inter"]),
+        ]
         for key, values, choices in allowed:
             for value in values:
                 if value not in choices:
-                    shown = f'1..{x["cores"]}' if key == 'ppn' else ', '.join(choices)
-                    raise SweepError(f"{source}: {part.name}: {key} '{value}' is not one this "
-                                     f"partition runs -- choose from {shown} (its site "
-                                     f"configuration) or remove it")
+                    shown = f"1..{x['cores']}" if key == "ppn" else ", ".join(choices)
+                    raise SweepError(
+                        f"{source}: {part.name}: {key} '{value}' is not one this "
+                        f"partition runs -- choose from {shown} (its site "
+                        f"configuration) or remove it"
+                    )
 
     def inter(self, nodes: int, part: Partition) -> str:
-        return self.ucx_inter.get(nodes, part.extras['ucx_inter'][0])
+        return self.ucx_inter.get(nodes, part.extras["ucx_inter"][0])
 
 
 def layouts(kind: str, parts: list[Partition], tuning: dict) -> list[tuple[int, int]]:
@@ -96,16 +106,16 @@ def layouts(kind: str, parts: list[Partition], tuning: dict) -> list[tuple[int, 
     found = set()
     for part in parts:
         x, s = part.extras, Settings(part, tuning)
-        if kind == 'every-ppn':
-            found |= {(1, ppn) for ppn in x['ppn']}
-        elif kind == 'one-node':
+        if kind == "every-ppn":
+            found |= {(1, ppn) for ppn in x["ppn"]}
+        elif kind == "one-node":
             found.add((1, s.ppn))
-        elif kind == 'multi-node':
-            found |= {(n, s.ppn) for n in x['nodes'] if n > 1}
-        elif kind == 'all':
-            found |= {(n, s.ppn) for n in x['nodes']}
+        elif kind == "multi-node":
+            found |= {(n, s.ppn) for n in x["nodes"] if n > 1}
+        elif kind == "all":
+            found |= {(n, s.ppn) for n in x["nodes"]}
         else:
-            raise ValueError(f'unknown layout kind {kind!r}')
+            raise ValueError(f"unknown layout kind {kind!r}")
     return sorted(found) or [(1, 1)]
 
 
@@ -123,41 +133,46 @@ def union(key: str, parts: list[Partition]) -> list:
 class Combination:
     """One test's settings; '' takes the partition's Settings."""
 
-    variant: str = 'standard'
-    binding: str = ''
-    ucx: str = ''
-    coll: str = ''
-    ucx_inter: str = ''
+    variant: str = "standard"
+    binding: str = ""
+    ucx: str = ""
+    coll: str = ""
+    ucx_inter: str = ""
 
 
-def applies(stage: str, combo: Combination, part: Partition, nodes: int, ppn: int,
-            tuning: dict) -> bool:
+def applies(
+    stage: str, combo: Combination, part: Partition, nodes: int, ppn: int, tuning: dict
+) -> bool:
     """Whether ``combo`` of ``stage`` runs on ``part`` at ``nodes`` x ``ppn``."""
     x, s = part.extras, Settings(part, tuning)
-    if nodes not in x['nodes'] or ppn > x['cores']:
+    if nodes not in x["nodes"] or ppn > x["cores"]:
         return False
-    if combo.binding == 'cyclic' and x['numa_nodes'] < 2:
-        return False        # one NUMA node: cyclic is block
-    if combo.variant == 'local+global' and combo.binding != 'rankmap':
-        return False        # seed 000: rankmap's placement with its schedule
-    if combo.variant == 'global' and combo.binding == 'rankmap':
-        return False        # that is local+global
+    if combo.binding == "cyclic" and x["numa_nodes"] < 2:
+        return False  # one NUMA node: cyclic is block
+    if combo.variant == "local+global" and combo.binding != "rankmap":
+        return False  # seed 000: rankmap's placement with its schedule
+    if combo.variant == "global" and combo.binding == "rankmap":
+        return False  # that is local+global
     ucx = combo.ucx or s.ucx
     coll = combo.coll or s.coll
     inter = combo.ucx_inter or s.inter(nodes, part)
-    if not (ucx in x['ucx'] and coll in x['coll'] and inter in x['ucx_inter']
-            and nodes >= presets.UCX_INTER_MIN_NODES.get(inter, 1)):
+    if not (
+        ucx in x["ucx"]
+        and coll in x["coll"]
+        and inter in x["ucx_inter"]
+        and nodes >= presets.UCX_INTER_MIN_NODES.get(inter, 1)
+    ):
         return False
     # What each stage adds (reference runs take their parent's partition).
-    if stage == 'intra1':
-        return ppn in x['ppn']
-    if stage == 'reference':
+    if stage == "intra1":
+        return ppn in x["ppn"]
+    if stage == "reference":
         return True
     if ppn != s.ppn:
-        return False        # every later stage runs at the partition's ppn
-    if stage == 'intra2':
-        return [combo.ucx, combo.coll] in [list(p) for p in x['intra2_pairs']]
-    if stage == 'cost':
+        return False  # every later stage runs at the partition's ppn
+    if stage == "intra2":
+        return [combo.ucx, combo.coll] in [list(p) for p in x["intra2_pairs"]]
+    if stage == "cost":
         # standard keeps the best placement so far ('' = Settings); local+global is rankmap's.
-        return (combo.variant == 'standard') == (combo.binding == '')
+        return (combo.variant == "standard") == (combo.binding == "")
     return True

@@ -30,9 +30,9 @@ from topofoam.results.stages import STAGES, TUNED
 def best(rows: list[dict], decides: tuple, groups: tuple) -> dict:
     """{group values: {column: value}} of the fastest combination (merged wall time)."""
     times = defaultdict(list)
-    for row in perflog.passed(rows, 'wall'):
+    for row in perflog.passed(rows, "wall"):
         key = tuple(row[c] for c in groups), tuple(row[c] for c in decides)
-        times[key].append(row['wall'])
+        times[key].append(row["wall"])
     chosen: dict = {}
     for (group, combo), walls in sorted(times.items(), key=str):
         value = robust(walls)
@@ -48,53 +48,57 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
     said = []
     by_partition = defaultdict(list)
     for row in logs.rows:
-        by_partition[row['partition']].append(row)
+        by_partition[row["partition"]].append(row)
     for partition, rows in sorted(by_partition.items()):
         entry = tuning.setdefault(partition, {})
         for stage in TUNED:
             decides, groups = STAGES[stage]
-            staged = [r for r in rows if r.get('stage') == stage]
+            staged = [r for r in rows if r.get("stage") == stage]
             for group, settings in best(staged, decides, groups).items():
-                if stage == 'inter1':       # one preset per node count
-                    entry.setdefault('ucx_inter', {})[str(group[0])] = settings['ucx_inter']
+                if stage == "inter1":  # one preset per node count
+                    entry.setdefault("ucx_inter", {})[str(group[0])] = settings["ucx_inter"]
                 else:
-                    entry.update({k: int(v) if k == 'ppn' else v for k, v in settings.items()})
-                said.append(f'{partition} {stage}: '
-                            + ', '.join(f'{k}={v}' for k, v in settings.items())
-                            + (f' at {groups[0]}={group[0]}' if groups else ''))
+                    entry.update({k: int(v) if k == "ppn" else v for k, v in settings.items()})
+                said.append(
+                    f"{partition} {stage}: "
+                    + ", ".join(f"{k}={v}" for k, v in settings.items())
+                    + (f" at {groups[0]}={group[0]}" if groups else "")
+                )
     return said, logs.notes
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog='python -m topofoam.tuning',
-                                     description=__doc__.split('\n\n')[0])
-    parser.add_argument('perflogs', type=Path, help='the system folder of the perflogs')
-    parser.add_argument('--out', type=Path, required=True, help='tuning file to write/update')
+    parser = argparse.ArgumentParser(
+        prog="python -m topofoam.tuning", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("perflogs", type=Path, help="the system folder of the perflogs")
+    parser.add_argument("--out", type=Path, required=True, help="tuning file to write/update")
     args = parser.parse_args(argv)
     if not args.perflogs.is_dir():
-        print(f'tuning: {args.perflogs} is not a folder -- give the system folder of the '
-              f'perflogs, e.g. results/perflogs/oci', file=sys.stderr)
+        print(
+            f"tuning: {args.perflogs} is not a folder -- give the system folder of the "
+            f"perflogs, e.g. results/perflogs/oci",
+            file=sys.stderr,
+        )
         return 2
     tuning = {}
     if args.out.exists():
         try:
             tuning = json.loads(args.out.read_text())
         except ValueError as e:
-            print(f'tuning: {args.out} is not JSON ({e}) -- remove it or fix it',
-                  file=sys.stderr)
+            print(f"tuning: {args.out} is not JSON ({e}) -- remove it or fix it", file=sys.stderr)
             return 2
     said, notes = update(tuning, args.perflogs)
     for note in notes:
-        print(f'tuning: left out: {note}', file=sys.stderr)
+        print(f"tuning: left out: {note}", file=sys.stderr)
     if not said:
-        print(f'tuning: no passed intra1/intra2/inter1 runs under {args.perflogs}',
-              file=sys.stderr)
+        print(f"tuning: no passed intra1/intra2/inter1 runs under {args.perflogs}", file=sys.stderr)
         return 1
-    args.out.write_text(json.dumps(tuning, indent=1, sort_keys=True) + '\n')
-    print('\n'.join(said))
-    print(f'tuning: wrote {args.out}')
+    args.out.write_text(json.dumps(tuning, indent=1, sort_keys=True) + "\n")
+    print("\n".join(said))
+    print(f"tuning: wrote {args.out}")
     return 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

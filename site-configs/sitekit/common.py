@@ -6,13 +6,37 @@ from pathlib import Path
 
 # Test attributes that say nothing about a run's result; left out of the perflog columns.
 PERFLOG_NOISE = [
-    f"check_{k}" for k in (
-        "job_completion_time", "perfvalues", "build_locally", "build_time_limit", "env_vars",
-        "exclusive_access", "extra_resources", "keep_files", "local", "maintainers",
-        "max_pending_time", "modules", "postbuild_cmds", "postrun_cmds", "prebuild_cmds",
-        "prerun_cmds", "readonly_files", "sourcepath", "sourcesdir", "strict_check",
-        "use_multithreading", "valid_prog_environs", "valid_systems", "variables", "prefix",
-        "num_gpus_per_node", "num_tasks_per_core", "num_tasks_per_socket", "executable_opts",
+    f"check_{k}"
+    for k in (
+        "job_completion_time",
+        "perfvalues",
+        "build_locally",
+        "build_time_limit",
+        "env_vars",
+        "exclusive_access",
+        "extra_resources",
+        "keep_files",
+        "local",
+        "maintainers",
+        "max_pending_time",
+        "modules",
+        "postbuild_cmds",
+        "postrun_cmds",
+        "prebuild_cmds",
+        "prerun_cmds",
+        "readonly_files",
+        "sourcepath",
+        "sourcesdir",
+        "strict_check",
+        "use_multithreading",
+        "valid_prog_environs",
+        "valid_systems",
+        "variables",
+        "prefix",
+        "num_gpus_per_node",
+        "num_tasks_per_core",
+        "num_tasks_per_socket",
+        "executable_opts",
     )
 ]
 
@@ -63,8 +87,10 @@ def sections(results: Path) -> dict:
                         "prefix": "%(check_system)s/%(check_partition)s",
                         "basedir": str(results / "perflogs"),
                         "level": "info",
-                        "format": ("%(check_job_completion_time)s|reframe %(version)s|"
-                                   "%(check_result)s|%(check_#ALL)s|%(check_perfvalues)s"),
+                        "format": (
+                            "%(check_job_completion_time)s|reframe %(version)s|"
+                            "%(check_result)s|%(check_#ALL)s|%(check_perfvalues)s"
+                        ),
                         "format_perfvars": "%(check_perf_value)s|%(check_perf_unit)s|",
                         "ignore_keys": PERFLOG_NOISE,
                         "append": True,

@@ -9,55 +9,75 @@ was built with them.
 
 #: Intra-node UCX presets (seed 002 Test intra2: UCX_RNDV_THRESH auto / 16kb / 128kb).
 UCX = {
-    'auto': {},
-    'rndv16k': {'UCX_RNDV_THRESH': '16kb'},
-    'rndv128k': {'UCX_RNDV_THRESH': '128kb'},
+    "auto": {},
+    "rndv16k": {"UCX_RNDV_THRESH": "16kb"},
+    "rndv128k": {"UCX_RNDV_THRESH": "128kb"},
     # UCX >= 1.15: the intra-node threshold alone, inter-node left to UCX.
-    'rndv16k-intra': {'UCX_RNDV_THRESH': 'intra:16kb,inter:auto'},
-    'rndv128k-intra': {'UCX_RNDV_THRESH': 'intra:128kb,inter:auto'},
+    "rndv16k-intra": {"UCX_RNDV_THRESH": "intra:16kb,inter:auto"},
+    "rndv128k-intra": {"UCX_RNDV_THRESH": "intra:128kb,inter:auto"},
 }
 
 #: Inter-node UCX presets (seed 002 Test inter1); self,sm,ud only from 4 nodes on.
 UCX_INTER = {
-    'auto': {},
-    'rc-128k': {'UCX_TLS': 'self,sm,rc', 'UCX_ZCOPY_THRESH': '128kb',
-                'UCX_RNDV_THRESH': 'inter:128kb'},
-    'ud-128k': {'UCX_TLS': 'self,sm,ud', 'UCX_ZCOPY_THRESH': '128kb',
-                'UCX_RNDV_THRESH': 'inter:128kb'},
+    "auto": {},
+    "rc-128k": {
+        "UCX_TLS": "self,sm,rc",
+        "UCX_ZCOPY_THRESH": "128kb",
+        "UCX_RNDV_THRESH": "inter:128kb",
+    },
+    "ud-128k": {
+        "UCX_TLS": "self,sm,ud",
+        "UCX_ZCOPY_THRESH": "128kb",
+        "UCX_RNDV_THRESH": "inter:128kb",
+    },
     # UCX < 1.15 (no intra:/inter: form): the same settings, thresholds for every peer.
-    'rc-128k-flat': {'UCX_TLS': 'self,sm,rc', 'UCX_ZCOPY_THRESH': '128kb',
-                     'UCX_RNDV_THRESH': '128kb'},
-    'ud-128k-flat': {'UCX_TLS': 'self,sm,ud', 'UCX_ZCOPY_THRESH': '128kb',
-                     'UCX_RNDV_THRESH': '128kb'},
-    'tcp-128k-flat': {'UCX_TLS': 'self,sm,tcp', 'UCX_ZCOPY_THRESH': '128kb',
-                      'UCX_RNDV_THRESH': '128kb'},
+    "rc-128k-flat": {
+        "UCX_TLS": "self,sm,rc",
+        "UCX_ZCOPY_THRESH": "128kb",
+        "UCX_RNDV_THRESH": "128kb",
+    },
+    "ud-128k-flat": {
+        "UCX_TLS": "self,sm,ud",
+        "UCX_ZCOPY_THRESH": "128kb",
+        "UCX_RNDV_THRESH": "128kb",
+    },
+    "tcp-128k-flat": {
+        "UCX_TLS": "self,sm,tcp",
+        "UCX_ZCOPY_THRESH": "128kb",
+        "UCX_RNDV_THRESH": "128kb",
+    },
 }
 
 #: Inter-node presets that apply only from this many nodes on (seed 002: ud at 4 and 8).
-UCX_INTER_MIN_NODES = {'ud-128k': 4, 'ud-128k-flat': 4}
+UCX_INTER_MIN_NODES = {"ud-128k": 4, "ud-128k-flat": 4}
 
 #: Collective components (seed 002: coll_hcoll_enable / coll_ucc_enable).
 COLL = {
-    'default': {},
-    'hcoll': {'OMPI_MCA_coll_hcoll_enable': '1', 'OMPI_MCA_coll_ucc_enable': '0'},
-    'ucc': {'OMPI_MCA_coll_hcoll_enable': '0', 'OMPI_MCA_coll_ucc_enable': '1'},
-    'tuned': {'OMPI_MCA_coll_hcoll_enable': '0', 'OMPI_MCA_coll_ucc_enable': '0'},
+    "default": {},
+    "hcoll": {"OMPI_MCA_coll_hcoll_enable": "1", "OMPI_MCA_coll_ucc_enable": "0"},
+    "ucc": {"OMPI_MCA_coll_hcoll_enable": "0", "OMPI_MCA_coll_ucc_enable": "1"},
+    "tuned": {"OMPI_MCA_coll_hcoll_enable": "0", "OMPI_MCA_coll_ucc_enable": "0"},
     # Open MPI 4.1's hierarchical collectives (coll/han, in Debian's build): node-aware
     # reductions, the MPI-level counterpart of the project's reduction schedule.
-    'han': {'OMPI_MCA_coll_han_priority': '100'},
+    "han": {"OMPI_MCA_coll_han_priority": "100"},
 }
 
 #: Seed 002's five intra2 pairs of (UCX preset, collectives), defaults first.
-INTRA2_PAIRS = [('auto', 'hcoll'), ('rndv16k', 'hcoll'), ('rndv16k', 'ucc'),
-                ('rndv128k', 'hcoll'), ('rndv128k', 'ucc')]
+INTRA2_PAIRS = [
+    ("auto", "hcoll"),
+    ("rndv16k", "hcoll"),
+    ("rndv16k", "ucc"),
+    ("rndv128k", "hcoll"),
+    ("rndv128k", "ucc"),
+]
 
 #: Process placements: rankmap's names (block = --map-by core, cyclic = over NUMA nodes).
-BINDINGS = ('block', 'cyclic', 'rankmap')
+BINDINGS = ("block", "cyclic", "rankmap")
 
 
 def env_of(kind: str, name: str) -> dict[str, str]:
     """The environment variables of preset ``name`` of ``kind`` (ucx, ucx_inter, coll)."""
-    table = {'ucx': UCX, 'ucx_inter': UCX_INTER, 'coll': COLL}[kind]
+    table = {"ucx": UCX, "ucx_inter": UCX_INTER, "coll": COLL}[kind]
     return dict(table[name])
 
 
@@ -70,19 +90,20 @@ def merged(*envs: dict[str, str]) -> dict[str, str]:
         for key, value in env.items():
             if key not in out or out[key] == value:
                 out[key] = value
-            elif key == 'UCX_RNDV_THRESH' and _scoped(out[key]) and _scoped(value):
+            elif key == "UCX_RNDV_THRESH" and _scoped(out[key]) and _scoped(value):
                 parts = dict(_scoped(out[key]))
                 parts.update(_scoped(value))
-                out[key] = ','.join(f'{k}:{v}' for k, v in sorted(
-                    parts.items(), key=lambda kv: kv[0] != 'intra'))
+                out[key] = ",".join(
+                    f"{k}:{v}" for k, v in sorted(parts.items(), key=lambda kv: kv[0] != "intra")
+                )
             else:
-                raise ValueError(f'presets set {key} twice: {out[key]!r} and {value!r}')
+                raise ValueError(f"presets set {key} twice: {out[key]!r} and {value!r}")
     return out
 
 
 def _scoped(value: str) -> dict[str, str]:
     """{'intra': '16kb', 'inter': 'auto'} of 'intra:16kb,inter:auto'; {} if not scoped."""
-    parts = [p.split(':', 1) for p in value.split(',')]
-    if all(len(p) == 2 and p[0] in ('intra', 'inter') for p in parts):
+    parts = [p.split(":", 1) for p in value.split(",")]
+    if all(len(p) == 2 and p[0] in ("intra", "inter") for p in parts):
         return dict(parts)
     return {}

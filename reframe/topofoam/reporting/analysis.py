@@ -11,33 +11,59 @@ from topofoam.results import stages as kinds
 from topofoam.results.merge import Group
 
 #: What a configuration is, apart from its node count and inter-node UCX preset.
-SERIES = ('case', 'size', 'ppn', 'variant', 'binding', 'ucx', 'coll', 'nps', 'launcher_kind',
-          'timing', 'solver')
+SERIES = (
+    "case",
+    "size",
+    "ppn",
+    "variant",
+    "binding",
+    "ucx",
+    "coll",
+    "nps",
+    "launcher_kind",
+    "timing",
+    "solver",
+)
 #: A comparison holds everything but the variant and placement fixed.
-SAME_RUN = ('case', 'size', 'nodes', 'ppn', 'ucx', 'coll', 'ucx_inter', 'nps',
-            'launcher_kind', 'timing', 'solver')
+SAME_RUN = (
+    "case",
+    "size",
+    "nodes",
+    "ppn",
+    "ucx",
+    "coll",
+    "ucx_inter",
+    "nps",
+    "launcher_kind",
+    "timing",
+    "solver",
+)
 
 
 def metric(group: Group) -> str:
     """The solver's wall time where the check measures it, else OpenFOAM's ExecutionTime."""
-    return 'wall' if group.values('wall') or any('wall' in r for r in group.runs) \
-        else 'ExecutionTime'
+    return (
+        "wall" if group.values("wall") or any("wall" in r for r in group.runs) else "ExecutionTime"
+    )
 
 
 def ppn_of(group: Group):
-    return group.get('ppn') or group.get('num_tasks_per_node')
+    return group.get("ppn") or group.get("num_tasks_per_node")
 
 
 def label(group: Group) -> str:
-    variant = group.get('variant') or 'standard'
-    return f"{variant}, {group.get('binding')}" if group.get('binding') else variant
+    variant = group.get("variant") or "standard"
+    return f"{variant}, {group.get('binding')}" if group.get("binding") else variant
 
 
 def solver_runs(groups: list[Group], stages=kinds.SOLVER) -> list[Group]:
     """Groups of solver runs (by their ``stage`` column) that say what they ran (a run that
     failed before ReFrame logged it knows too little: it is listed with the failures only)."""
-    return [g for g in groups if g.get('stage') in stages and g.get('nodes') is not None
-            and g.get('case') is not None]
+    return [
+        g
+        for g in groups
+        if g.get("stage") in stages and g.get("nodes") is not None and g.get("case") is not None
+    ]
 
 
 @dataclass
@@ -63,30 +89,47 @@ def decreases(groups: list[Group]) -> list[Decrease]:
     The standard run is the one with the default (block) placement, as in seed 000."""
     by_run = defaultdict(list)
     for g in solver_runs(groups):
-        if g.get('timing') == 'emulated':
+        if g.get("timing") == "emulated":
             continue
         by_run[(g.key[0], g.key[1]) + tuple(g.get(c) for c in SAME_RUN)].append(g)
     out = []
     for (partition, check, *_), members in sorted(by_run.items(), key=lambda kv: str(kv[0])):
-        standard = [g for g in members if (g.get('variant') or 'standard') == 'standard'
-                    and g.get('binding') in (None, 'block')]
+        standard = [
+            g
+            for g in members
+            if (g.get("variant") or "standard") == "standard"
+            and g.get("binding") in (None, "block")
+        ]
         if not standard:
             continue
         std = max(standard, key=lambda g: g.newest)
         m = metric(std)
         t_std, s_std = std.value(m), std.spread(m)
         for g in members:
-            if g is std or (g.get('variant') or 'standard') == 'standard' \
-                    and g.get('binding') in (None, 'block'):
+            if (
+                g is std
+                or (g.get("variant") or "standard") == "standard"
+                and g.get("binding") in (None, "block")
+            ):
                 continue
             t, s = g.value(m), g.spread(m)
             ok = t is not None and t_std
-            out.append(Decrease(
-                partition, check, std.get('case'), std.get('size'), std.get('nodes'),
-                ppn_of(std), label(g),
-                100 * (1 - t / t_std) if ok else None,
-                100 * (1 - s[1] / s_std[0]) if ok else None,
-                100 * (1 - s[0] / s_std[1]) if ok else None, std, g))
+            out.append(
+                Decrease(
+                    partition,
+                    check,
+                    std.get("case"),
+                    std.get("size"),
+                    std.get("nodes"),
+                    ppn_of(std),
+                    label(g),
+                    100 * (1 - t / t_std) if ok else None,
+                    100 * (1 - s[1] / s_std[0]) if ok else None,
+                    100 * (1 - s[0] / s_std[1]) if ok else None,
+                    std,
+                    g,
+                )
+            )
     return out
 
 
@@ -107,21 +150,29 @@ def series(groups: list[Group]) -> dict[tuple, list[Point]]:
     sweep), the series takes the fastest."""
     per = defaultdict(dict)
     for g in solver_runs(groups, kinds.SCALING):
-        key = (g.key[0], g.key[1]) + tuple(ppn_of(g) if c == 'ppn' else g.get(c)
-                                           for c in SERIES)
+        key = (g.key[0], g.key[1]) + tuple(ppn_of(g) if c == "ppn" else g.get(c) for c in SERIES)
         m = metric(g)
         t = g.value(m)
-        have = per[key].get(g.get('nodes'))
+        have = per[key].get(g.get("nodes"))
         if have is None or (t is not None and (have.value(m) is None or t < have.value(m))):
-            per[key][g.get('nodes')] = g
+            per[key][g.get("nodes")] = g
     out = {}
     for key, by_nodes in per.items():
         points = []
         for nodes, g in sorted(by_nodes.items()):
             m = metric(g)
             t, s = g.value(m), g.spread(m)
-            points.append(Point(nodes, t, s and s[0], s and s[1],
-                                nodes * t / 3600 if t is not None else None, None, g))
+            points.append(
+                Point(
+                    nodes,
+                    t,
+                    s and s[0],
+                    s and s[1],
+                    nodes * t / 3600 if t is not None else None,
+                    None,
+                    g,
+                )
+            )
         timed = [p for p in points if p.wall]
         if timed:
             base = timed[0]
@@ -139,14 +190,15 @@ def cost_optimal(points: list[Point]) -> Point | None:
 
 # -- seed 002's tuning stages ------------------------------------------------------------
 
+
 @dataclass
 class StageResult:
     stage: str
     partition: str
-    group: tuple            # values of the grouping columns
+    group: tuple  # values of the grouping columns
     best: Group
     default: Group | None
-    speedup: float | None   # T_default / T_best
+    speedup: float | None  # T_default / T_best
     tried: int
 
 
@@ -158,26 +210,31 @@ def stages(groups: list[Group]) -> list[StageResult]:
     for stage, (decides, by) in kinds.STAGES.items():
         chosen = defaultdict(list)
         for g in groups:
-            if g.get('stage') == stage and g.value(metric(g)) is not None:
+            if g.get("stage") == stage and g.value(metric(g)) is not None:
                 chosen[(g.key[0], tuple(g.get(c) for c in by))].append(g)
         for (partition, values), members in sorted(chosen.items(), key=str):
             best = min(members, key=lambda g: g.value(metric(g)))
-            want = kinds.parse_defaults(best.first('defaults'))
-            if stage == 'intra1':
-                want = {'ppn': max(ppn_of(g) for g in members)}
+            want = kinds.parse_defaults(best.first("defaults"))
+            if stage == "intra1":
+                want = {"ppn": max(ppn_of(g) for g in members)}
             default = None
-            if want and stage != 'inter2':
-                default = next((g for g in members
-                                if all(str(g.get(c)) == str(want.get(c)) for c in decides)),
-                               None)
-            speed = (default.value(metric(default)) / best.value(metric(best))
-                     if default else None)
-            out.append(StageResult(stage, partition, values, best, default, speed,
-                                   len(members)))
+            if want and stage != "inter2":
+                default = next(
+                    (g for g in members if all(str(g.get(c)) == str(want.get(c)) for c in decides)),
+                    None,
+                )
+            speed = default.value(metric(default)) / best.value(metric(best)) if default else None
+            out.append(StageResult(stage, partition, values, best, default, speed, len(members)))
     return out
 
 
 def storage(groups: list[Group]) -> list[Group]:
-    return sorted((g for g in groups if g.get('stage') == 'storage'),
-                  key=lambda g: (g.key[0], str(g.get('case')), str(g.get('storage')),
-                                 int(g.get('write_every') or 0)))
+    return sorted(
+        (g for g in groups if g.get("stage") == "storage"),
+        key=lambda g: (
+            g.key[0],
+            str(g.get("case")),
+            str(g.get("storage")),
+            int(g.get("write_every") or 0),
+        ),
+    )

@@ -20,15 +20,15 @@ from topofoam.results.merge import RULE, Group, group
 
 
 def size(x) -> str:
-    return 'size not logged' if x is None else str(x)
+    return "size not logged" if x is None else str(x)
 
 
 def fmt(x, digits: int = 3) -> str:
-    return '–' if x is None else f'{x:.{digits}g}'
+    return "–" if x is None else f"{x:.{digits}g}"
 
 
 def pct(x) -> str:
-    return '–' if x is None else f'{x:+.1f}'
+    return "–" if x is None else f"{x:+.1f}"
 
 
 @dataclass
@@ -44,138 +44,196 @@ class Report:
 
 def _counts(g: Group) -> str:
     failed = len(g.failed)
-    return f'n={len(g.passed)}' + (f', {failed} failed' if failed else '')
+    return f"n={len(g.passed)}" + (f", {failed} failed" if failed else "")
 
 
 def _emulated(key_or_group) -> bool:
-    return 'emulated' in str(key_or_group)
+    return "emulated" in str(key_or_group)
 
 
 class Builder:
     def __init__(self, results: Path, system: str, out: Path, images: bool, say):
         self.results, self.system, self.out, self.images, self.say = (
-            results, system, out, images, say)
-        self.figdir = out / 'figures'
-        self.doc = Document(f'TopoFOAM bench report: {system}')
+            results,
+            system,
+            out,
+            images,
+            say,
+        )
+        self.figdir = out / "figures"
+        self.doc = Document(f"TopoFOAM bench report: {system}")
         self.notes: list[str] = []
 
     # -- sections ------------------------------------------------------------------------
 
     def summary(self, coll: Collection, groups: list[Group], table: Path, since: str):
-        passed = sum(r.get('result') == 'pass' for r in coll.rows)
-        sec = self.doc.section('Summary')
-        parts = sorted({r['partition'] or '?' for r in coll.rows})
-        sec.add(f'{len(coll.rows)} runs collected ({passed} passed, '
-                f'{len(coll.rows) - passed} not passed) on partition(s) '
-                f'{", ".join(parts) or "none"}'
-                + (f', ended {since} or later' if since else ', all recorded') +
-                f', from {self.results / "perflogs" / self.system} '
-                f'and the run reports in {self.results / "reframe" / "reports"}.',
-                f'One row per run, every parameter a column: {table}.',
-                f'Merging repeats: {RULE}. Times are the solver\'s wall time (the '
-                f'`wall` performance variable; OpenFOAM\'s ExecutionTime where a check '
-                f'has no wall time). Node-hours = nodes x merged wall time / 3600.',
-                'Timings of emulated partitions (several Slurm nodes sharing one machine) '
-                'prove the multi-node code paths, not performance: they appear in the '
-                'scaling section only, marked "emulated".')
+        passed = sum(r.get("result") == "pass" for r in coll.rows)
+        sec = self.doc.section("Summary")
+        parts = sorted({r["partition"] or "?" for r in coll.rows})
+        sec.add(
+            f"{len(coll.rows)} runs collected ({passed} passed, "
+            f"{len(coll.rows) - passed} not passed) on partition(s) "
+            f"{', '.join(parts) or 'none'}"
+            + (f", ended {since} or later" if since else ", all recorded")
+            + f", from {self.results / 'perflogs' / self.system} "
+            f"and the run reports in {self.results / 'reframe' / 'reports'}.",
+            f"One row per run, every parameter a column: {table}.",
+            f"Merging repeats: {RULE}. Times are the solver's wall time (the "
+            f"`wall` performance variable; OpenFOAM's ExecutionTime where a check "
+            f"has no wall time). Node-hours = nodes x merged wall time / 3600.",
+            "Timings of emulated partitions (several Slurm nodes sharing one machine) "
+            "prove the multi-node code paths, not performance: they appear in the "
+            'scaling section only, marked "emulated".',
+        )
         return sec
 
     def failures(self, coll: Collection):
-        sec = self.doc.section('Runs that did not pass')
-        bad = [r for r in coll.rows if r.get('result') not in ('pass', 'xfail')]
+        sec = self.doc.section("Runs that did not pass")
+        bad = [r for r in coll.rows if r.get("result") not in ("pass", "xfail")]
         if not bad:
-            sec.add('None: every collected run passed.')
+            sec.add("None: every collected run passed.")
             return
         rows = []
         for r in bad:
-            what = r.get('setting') or r.get('display_name') or r['check']
-            reason = r.get('fail_reason') or '(reason not in a run report)'
-            rows.append([r.get('time') or '', r['partition'], r['check'], what,
-                         f"{r.get('result')}" + (f" in {r['fail_phase']}"
-                                                 if r.get('fail_phase') else ''),
-                         reason[:200]])
-        sec.add(f'{len(bad)} run(s) failed; they are left out of every value below and '
-                f'counted beside the values they would have joined.',
-                Table(['time', 'partition', 'check', 'configuration', 'result', 'reason'],
-                      rows))
+            what = r.get("setting") or r.get("display_name") or r["check"]
+            reason = r.get("fail_reason") or "(reason not in a run report)"
+            rows.append(
+                [
+                    r.get("time") or "",
+                    r["partition"],
+                    r["check"],
+                    what,
+                    f"{r.get('result')}"
+                    + (f" in {r['fail_phase']}" if r.get("fail_phase") else ""),
+                    reason[:200],
+                ]
+            )
+        sec.add(
+            f"{len(bad)} run(s) failed; they are left out of every value below and "
+            f"counted beside the values they would have joined.",
+            Table(["time", "partition", "check", "configuration", "result", "reason"], rows),
+        )
 
     def decrease(self, groups: list[Group]):
-        sec = self.doc.section('Runtime decrease of the optimized variants vs standard')
-        sec.add('100 x (1 - T_optimized / T_standard) per case and node count, standard = '
-                'the standard variant with block placement and the same MPI settings '
-                '(seed 000 Table 4). In brackets the range over the repeats (slowest '
-                'optimized vs fastest standard, fastest vs slowest). Positive = faster.')
+        sec = self.doc.section("Runtime decrease of the optimized variants vs standard")
+        sec.add(
+            "100 x (1 - T_optimized / T_standard) per case and node count, standard = "
+            "the standard variant with block placement and the same MPI settings "
+            "(seed 000 Table 4). In brackets the range over the repeats (slowest "
+            "optimized vs fastest standard, fastest vs slowest). Positive = faster."
+        )
         rows = analysis.decreases(groups)
         if not rows:
-            sec.add('No pair of standard and optimized runs of the same case and layout '
-                    'passed: run the `variants` or `cost` tag.')
-            self.notes.append('no runtime decrease: no standard/optimized pair passed')
+            sec.add(
+                "No pair of standard and optimized runs of the same case and layout "
+                "passed: run the `variants` or `cost` tag."
+            )
+            self.notes.append("no runtime decrease: no standard/optimized pair passed")
             return
         by = defaultdict(list)
         for r in rows:
-            by[(r.partition, r.check, r.case, r.size, r.ppn,
-                _emulated(r.standard.key))].append(r)
+            by[(r.partition, r.check, r.case, r.size, r.ppn, _emulated(r.standard.key))].append(r)
         for (part, check, case, sz, ppn, emu), items in sorted(by.items(), key=str):
             counts = sorted({r.nodes for r in items})
             labels = sorted({r.label for r in items})
             table_rows = []
             for name in labels:
                 cells = {r.nodes: r for r in items if r.label == name}
-                table_rows.append([name] + [
-                    (f'{pct(cells[n].percent)} [{pct(cells[n].low)}, {pct(cells[n].high)}] '
-                     f'({_counts(cells[n].optimized)})'
-                     if n in cells and cells[n].percent is not None
-                     else ('failed' if n in cells else '')) for n in counts])
+                table_rows.append(
+                    [name]
+                    + [
+                        (
+                            f"{pct(cells[n].percent)} [{pct(cells[n].low)}, {pct(cells[n].high)}] "
+                            f"({_counts(cells[n].optimized)})"
+                            if n in cells and cells[n].percent is not None
+                            else ("failed" if n in cells else "")
+                        )
+                        for n in counts
+                    ]
+                )
             std = {r.nodes: r.standard for r in items}
-            table_rows.append(['standard, block: wall s'] + [
-                f'{fmt(std[n].value(analysis.metric(std[n])))} ({_counts(std[n])})'
-                for n in counts])
+            table_rows.append(
+                ["standard, block: wall s"]
+                + [
+                    f"{fmt(std[n].value(analysis.metric(std[n])))} ({_counts(std[n])})"
+                    for n in counts
+                ]
+            )
             pub = published.decrease(self.system, case)
             if pub:
-                table_rows.append([f'local+global, published (seed 000 Table 4, '
-                                   f'{self.system}, seed size)']
-                                  + [pct(pub.get(n)) for n in counts])
-            title = (f'{case} ({size(sz)}), {ppn} ranks per node, {check} on {part}'
-                     + (' (emulated)' if emu else ''))
-            fig = figures.decrease(items, title, self.figdir /
-                                   f'decrease-{part}-{check}-{case}-{sz}.png')
-            sec.add(Table(['variant, placement'] + [f'{n} node(s) [%]' for n in counts],
-                          table_rows, caption=title),
-                    Figure(fig, f'Runtime decrease vs standard: {title}'))
+                table_rows.append(
+                    [f"local+global, published (seed 000 Table 4, {self.system}, seed size)"]
+                    + [pct(pub.get(n)) for n in counts]
+                )
+            title = f"{case} ({size(sz)}), {ppn} ranks per node, {check} on {part}" + (
+                " (emulated)" if emu else ""
+            )
+            fig = figures.decrease(
+                items, title, self.figdir / f"decrease-{part}-{check}-{case}-{sz}.png"
+            )
+            sec.add(
+                Table(
+                    ["variant, placement"] + [f"{n} node(s) [%]" for n in counts],
+                    table_rows,
+                    caption=title,
+                ),
+                Figure(fig, f"Runtime decrease vs standard: {title}"),
+            )
 
     def scaling(self, groups: list[Group]):
-        sec = self.doc.section('Strong scaling, node-hours and the cost-optimal node count')
-        sec.add('Per case and configuration: merged wall time, parallel efficiency '
-                'E(n) = T(n0) n0 / (T(n) n) against the smallest node count n0, and '
-                'node-hours. The cost-optimal node count spends the fewest node-hours '
-                '(seed 002 section 4; the fewer nodes on a tie).')
+        sec = self.doc.section("Strong scaling, node-hours and the cost-optimal node count")
+        sec.add(
+            "Per case and configuration: merged wall time, parallel efficiency "
+            "E(n) = T(n0) n0 / (T(n) n) against the smallest node count n0, and "
+            "node-hours. The cost-optimal node count spends the fewest node-hours "
+            "(seed 002 section 4; the fewer nodes on a tie)."
+        )
         all_series = analysis.series(groups)
         if not all_series:
-            sec.add('No solver run passed: nothing to scale.')
-            self.notes.append('no scaling data')
+            sec.add("No solver run passed: nothing to scale.")
+            self.notes.append("no scaling data")
             return
         by = defaultdict(list)
         for key, points in all_series.items():
             values = dict(zip(analysis.SERIES, key[2:]))
-            by[(key[0], key[1], values['case'], values['size'], values['ppn'],
-                values['timing'] == 'emulated')].append((values, points))
+            by[
+                (
+                    key[0],
+                    key[1],
+                    values["case"],
+                    values["size"],
+                    values["ppn"],
+                    values["timing"] == "emulated",
+                )
+            ].append((values, points))
         for where, members in by.items():
             # Name each line by the variant and placement, plus the settings that differ.
-            vary = [c for c in ('ucx', 'coll', 'launcher_kind', 'nps', 'solver')
-                    if len({v[c] for v, _ in members}) > 1]
-            by[where] = {analysis.label(points[0].group)
-                         + ''.join(f', {c} {v[c]}' for c in vary): points
-                         for v, points in members}
+            vary = [
+                c
+                for c in ("ucx", "coll", "launcher_kind", "nps", "solver")
+                if len({v[c] for v, _ in members}) > 1
+            ]
+            by[where] = {
+                analysis.label(points[0].group) + "".join(f", {c} {v[c]}" for c in vary): points
+                for v, points in members
+            }
         for (part, check, case, sz, ppn, emu), lines in sorted(by.items(), key=str):
             # The site's price, as its runs logged it.
             runs = [p.group for ps in lines.values() for p in ps]
-            price = next((g.first('node_hour_price') for g in runs
-                          if g.first('node_hour_price') is not None), None)
-            currency = next((g.first('currency') for g in runs if g.first('currency')), '')
+            price = next(
+                (
+                    g.first("node_hour_price")
+                    for g in runs
+                    if g.first("node_hour_price") is not None
+                ),
+                None,
+            )
+            currency = next((g.first("currency") for g in runs if g.first("currency")), "")
             counts = sorted({p.nodes for ps in lines.values() for p in ps})
-            title = (f'{case} ({size(sz)}), {ppn} ranks per node, {check} on {part}'
-                     + (' (emulated)' if emu else ''))
-            header = ['configuration'] + [f'{n} node(s)' for n in counts] + ['cost-optimal']
+            title = f"{case} ({size(sz)}), {ppn} ranks per node, {check} on {part}" + (
+                " (emulated)" if emu else ""
+            )
+            header = ["configuration"] + [f"{n} node(s)" for n in counts] + ["cost-optimal"]
             rows = []
             for name, points in sorted(lines.items()):
                 at = {p.nodes: p for p in points}
@@ -184,208 +242,358 @@ class Builder:
                 for n in counts:
                     p = at.get(n)
                     if p is None:
-                        cells.append('')
+                        cells.append("")
                     elif p.wall is None:
-                        cells.append('failed' if p.group.failed else '–')
+                        cells.append("failed" if p.group.failed else "–")
                     else:
-                        cost = (f', {p.node_hours * price:.3g} {currency}'
-                                if price is not None else '')
-                        cells.append(f'{fmt(p.wall)} s, E {fmt(p.efficiency, 2)}, '
-                                     f'{fmt(p.node_hours)} node-h{cost} ({_counts(p.group)})')
-                rows.append([name] + cells + [f'{best.nodes} node(s)' if best else '–'])
-            if self.system == 'oci' and case == 'motorbike':
-                pub = {int(r['nodes']): r for r in published.node_seconds(self.system)}
-                rows.append(['published (seed 002 section 4, HPC_motorbike Small, tuned)']
-                            + [(f"{pub[n]['solver_seconds']} s, "
-                                f"{float(pub[n]['node_seconds']) / 3600:.3g} node-h")
-                               if n in pub else '' for n in counts] + ['8 node(s)'])
+                        cost = (
+                            f", {p.node_hours * price:.3g} {currency}" if price is not None else ""
+                        )
+                        cells.append(
+                            f"{fmt(p.wall)} s, E {fmt(p.efficiency, 2)}, "
+                            f"{fmt(p.node_hours)} node-h{cost} ({_counts(p.group)})"
+                        )
+                rows.append([name] + cells + [f"{best.nodes} node(s)" if best else "–"])
+            if self.system == "oci" and case == "motorbike":
+                pub = {int(r["nodes"]): r for r in published.node_seconds(self.system)}
+                rows.append(
+                    ["published (seed 002 section 4, HPC_motorbike Small, tuned)"]
+                    + [
+                        (
+                            f"{pub[n]['solver_seconds']} s, "
+                            f"{float(pub[n]['node_seconds']) / 3600:.3g} node-h"
+                        )
+                        if n in pub
+                        else ""
+                        for n in counts
+                    ]
+                    + ["8 node(s)"]
+                )
             sec.add(Table(header, rows, caption=title))
-            cheapest = min(((analysis.cost_optimal(ps), name) for name, ps in lines.items()
-                            if analysis.cost_optimal(ps)),
-                           key=lambda bn: (bn[0].node_hours, bn[0].nodes), default=None)
+            cheapest = min(
+                (
+                    (analysis.cost_optimal(ps), name)
+                    for name, ps in lines.items()
+                    if analysis.cost_optimal(ps)
+                ),
+                key=lambda bn: (bn[0].node_hours, bn[0].nodes),
+                default=None,
+            )
             if cheapest:
                 best, name = cheapest
-                cost = (f' ({best.node_hours * price:.3g} {currency})'
-                        if price is not None else '')
-                sec.add(f'Cost-optimal: {name} on {best.nodes} node(s), '
-                        f'{fmt(best.node_hours)} node-hours{cost} per run.')
-            sec.add(Figure(figures.scaling(lines, title, self.figdir /
-                                           f'scaling-{part}-{check}-{case}-{sz}.png', emu),
-                           f'Strong scaling: {title}'))
-            unit, scale = ((f'cost [{currency}]', price) if price is not None
-                           else ('node-hours', 1.0))
-            sec.add(Figure(figures.node_hours(lines, title, unit, scale, self.figdir /
-                                              f'nodehours-{part}-{check}-{case}-{sz}.png'),
-                           f'Node-hours per node count: {title}'))
+                cost = f" ({best.node_hours * price:.3g} {currency})" if price is not None else ""
+                sec.add(
+                    f"Cost-optimal: {name} on {best.nodes} node(s), "
+                    f"{fmt(best.node_hours)} node-hours{cost} per run."
+                )
+            sec.add(
+                Figure(
+                    figures.scaling(
+                        lines, title, self.figdir / f"scaling-{part}-{check}-{case}-{sz}.png", emu
+                    ),
+                    f"Strong scaling: {title}",
+                )
+            )
+            unit, scale = (
+                (f"cost [{currency}]", price) if price is not None else ("node-hours", 1.0)
+            )
+            sec.add(
+                Figure(
+                    figures.node_hours(
+                        lines,
+                        title,
+                        unit,
+                        scale,
+                        self.figdir / f"nodehours-{part}-{check}-{case}-{sz}.png",
+                    ),
+                    f"Node-hours per node count: {title}",
+                )
+            )
             if price is None:
-                sec.add(f'No node-hour price logged for {part} (the site configuration\'s '
-                        f'NODE_HOUR_PRICE): costs are in node-hours.')
+                sec.add(
+                    f"No node-hour price logged for {part} (the site configuration's "
+                    f"NODE_HOUR_PRICE): costs are in node-hours."
+                )
 
     def levels(self, groups: list[Group]):
-        sec = self.doc.section('Communication by hardware level, per placement')
-        sec.add('Share of the halo-exchange volume that crosses each hardware level, from '
-                'rankmap\'s analysis of each run\'s placement (map/analysis.json in its '
-                'output folder; seed 000 Fig. 5).')
+        sec = self.doc.section("Communication by hardware level, per placement")
+        sec.add(
+            "Share of the halo-exchange volume that crosses each hardware level, from "
+            "rankmap's analysis of each run's placement (map/analysis.json in its "
+            "output folder; seed 000 Fig. 5)."
+        )
         bars = defaultdict(dict)
         for g in groups:
-            if g.get('stage') not in kinds.SOLVER or not g.get('binding'):
+            if g.get("stage") not in kinds.SOLVER or not g.get("binding"):
                 continue
             for run in g.passed:
-                path = Path(run.get('outputdir') or '/nonexistent') / 'map' / 'analysis.json'
+                path = Path(run.get("outputdir") or "/nonexistent") / "map" / "analysis.json"
                 try:
                     entry = json.loads(path.read_text())[-1]
                 except (OSError, ValueError, IndexError, KeyError):
                     continue
-                key = (g.key[0], g.get('case'), g.get('size'), g.get('nodes'), analysis.ppn_of(g))
-                bars[key][g.get('binding')] = entry
+                key = (g.key[0], g.get("case"), g.get("size"), g.get("nodes"), analysis.ppn_of(g))
+                bars[key][g.get("binding")] = entry
                 break
         if not bars:
-            sec.add('No run kept its map/analysis.json: nothing to show.')
-            self.notes.append('no communication-level data (map/analysis.json)')
+            sec.add("No run kept its map/analysis.json: nothing to show.")
+            self.notes.append("no communication-level data (map/analysis.json)")
             return
         for (part, case, sz, nodes, ppn), per in sorted(bars.items(), key=str):
-            title = f'{case} ({size(sz)}) on {nodes} node(s) x {ppn}, {part}'
-            rows = [[b] + [f"{100 * e['halo_share'].get(l, 0):.1f}" for l in figures.LEVELS]
-                    + [fmt(e.get('hop_bytes'))] for b, e in sorted(per.items())]
-            sec.add(Table(['placement'] + [f'{n} [%]' for n in figures.LEVEL_NAMES]
-                          + ['hop-bytes'], rows, caption=title),
-                    Figure(figures.levels(dict(sorted(per.items())), title, self.figdir /
-                                          f'levels-{part}-{case}-{sz}-{nodes}x{ppn}.png'),
-                           f'Halo volume by level: {title}'))
+            title = f"{case} ({size(sz)}) on {nodes} node(s) x {ppn}, {part}"
+            rows = [
+                [b]
+                + [f"{100 * e['halo_share'].get(level, 0):.1f}" for level in figures.LEVELS]
+                + [fmt(e.get("hop_bytes"))]
+                for b, e in sorted(per.items())
+            ]
+            sec.add(
+                Table(
+                    ["placement"] + [f"{n} [%]" for n in figures.LEVEL_NAMES] + ["hop-bytes"],
+                    rows,
+                    caption=title,
+                ),
+                Figure(
+                    figures.levels(
+                        dict(sorted(per.items())),
+                        title,
+                        self.figdir / f"levels-{part}-{case}-{sz}-{nodes}x{ppn}.png",
+                    ),
+                    f"Halo volume by level: {title}",
+                ),
+            )
 
     def stages(self, groups: list[Group]):
-        sec = self.doc.section('Staged tuning (seed 002)')
-        sec.add('Per stage, the fastest setting and its speedup over the partition\'s '
-                'defaults (first UCX and collectives preset, block placement, the largest '
-                'ppn; T_default / T_best).')
+        sec = self.doc.section("Staged tuning (seed 002)")
+        sec.add(
+            "Per stage, the fastest setting and its speedup over the partition's "
+            "defaults (first UCX and collectives preset, block placement, the largest "
+            "ppn; T_default / T_best)."
+        )
         results = analysis.stages(groups)
         if not results:
-            sec.add('No tuning stage ran (tags intra1, intra2, inter1, inter2).')
+            sec.add("No tuning stage ran (tags intra1, intra2, inter1, inter2).")
         else:
             rows = []
             for r in results:
                 decides = kinds.STAGES[r.stage][0]
-                best = ', '.join(f'{c} {r.best.get(c)}' for c in decides)
-                dflt = (', '.join(f'{c} {r.default.get(c)}' for c in decides)
-                        if r.default else 'not run')
-                at = ', '.join(f'{c} {v}' for c, v in zip(kinds.STAGES[r.stage][1],
-                                                         r.group)) or '1 node'
-                rows.append([r.stage, r.partition, at, best,
-                             fmt(r.best.value(analysis.metric(r.best))), dflt,
-                             fmt(r.default.value(analysis.metric(r.default)))
-                             if r.default else '–',
-                             f'{r.speedup:.3f}' if r.speedup else '–', str(r.tried)])
-            sec.add(Table(['stage', 'partition', 'at', 'best', 'wall s', 'default',
-                           'wall s', 'speedup', 'settings tried'], rows))
+                best = ", ".join(f"{c} {r.best.get(c)}" for c in decides)
+                dflt = (
+                    ", ".join(f"{c} {r.default.get(c)}" for c in decides)
+                    if r.default
+                    else "not run"
+                )
+                at = (
+                    ", ".join(f"{c} {v}" for c, v in zip(kinds.STAGES[r.stage][1], r.group))
+                    or "1 node"
+                )
+                rows.append(
+                    [
+                        r.stage,
+                        r.partition,
+                        at,
+                        best,
+                        fmt(r.best.value(analysis.metric(r.best))),
+                        dflt,
+                        fmt(r.default.value(analysis.metric(r.default))) if r.default else "–",
+                        f"{r.speedup:.3f}" if r.speedup else "–",
+                        str(r.tried),
+                    ]
+                )
+            sec.add(
+                Table(
+                    [
+                        "stage",
+                        "partition",
+                        "at",
+                        "best",
+                        "wall s",
+                        "default",
+                        "wall s",
+                        "speedup",
+                        "settings tried",
+                    ],
+                    rows,
+                )
+            )
         pub = published.tuning(self.system)
         if pub:
-            sec.add(Table(['stage', 'setting', 'value', 'effect'],
-                          [[r['stage'], r['setting'], r['value'], r['effect']] for r in pub],
-                          caption='Published (seed 002, OCI BM.Optimized3.36): best '
-                                  'settings of its staged method'))
+            sec.add(
+                Table(
+                    ["stage", "setting", "value", "effect"],
+                    [[r["stage"], r["setting"], r["value"], r["effect"]] for r in pub],
+                    caption="Published (seed 002, OCI BM.Optimized3.36): best "
+                    "settings of its staged method",
+                )
+            )
 
     def mpi_calls(self, groups: list[Group]):
         """Seed 001's runs: the MPI calls the PMPI interposer counted, per variant."""
-        found = sorted((g for g in groups if g.get('stage') == 'seed001' and g.passed),
-                       key=lambda g: (g.key[0], str(g.get('case')), g.get('nodes') or 0,
-                                      str(g.get('variant'))))
+        found = sorted(
+            (g for g in groups if g.get("stage") == "seed001" and g.passed),
+            key=lambda g: (
+                g.key[0],
+                str(g.get("case")),
+                g.get("nodes") or 0,
+                str(g.get("variant")),
+            ),
+        )
         if not found:
             return
-        sec = self.doc.section('MPI calls of seed 001\'s variants')
-        sec.add('Calls by every rank together over the whole run (reframe/src/mpicount): '
-                'optMULES removes the MPI_Alltoall of MULES\'s size exchange, the pipelined '
-                'CG solvers replace three MPI_Allreduce per iteration by one MPI_Iallreduce.')
-        kinds = ('allreduce', 'iallreduce', 'alltoall', 'test')
-        rows = [[g.key[0], f"{g.get('case')} ({size(g.get('size'))})",
-                 f"{g.get('nodes')}x{analysis.ppn_of(g)}", g.get('variant'),
-                 fmt(g.value(analysis.metric(g)))]
-                + [fmt(g.value(k), 6) for k in kinds] for g in found]
-        sec.add(Table(['partition', 'case', 'layout', 'variant', 'wall s']
-                      + [f'MPI_{k.capitalize()}' for k in kinds], rows))
+        sec = self.doc.section("MPI calls of seed 001's variants")
+        sec.add(
+            "Calls by every rank together over the whole run (reframe/src/mpicount): "
+            "optMULES removes the MPI_Alltoall of MULES's size exchange, the pipelined "
+            "CG solvers replace three MPI_Allreduce per iteration by one MPI_Iallreduce."
+        )
+        kinds = ("allreduce", "iallreduce", "alltoall", "test")
+        rows = [
+            [
+                g.key[0],
+                f"{g.get('case')} ({size(g.get('size'))})",
+                f"{g.get('nodes')}x{analysis.ppn_of(g)}",
+                g.get("variant"),
+                fmt(g.value(analysis.metric(g))),
+            ]
+            + [fmt(g.value(k), 6) for k in kinds]
+            for g in found
+        ]
+        sec.add(
+            Table(
+                ["partition", "case", "layout", "variant", "wall s"]
+                + [f"MPI_{k.capitalize()}" for k in kinds],
+                rows,
+            )
+        )
 
     def storage(self, groups: list[Group]):
-        sec = self.doc.section('Storage: shared vs node-local')
+        sec = self.doc.section("Storage: shared vs node-local")
         found = analysis.storage(groups)
         if not found:
-            sec.add('No storage run (tag storage).')
+            sec.add("No storage run (tag storage).")
             return
-        cols = ('decompose', 'solve', 'reconstruct', 'copies', 'total')
-        rows = [[g.key[0], f"{g.get('case')} ({g.get('size')})", g.get('storage'),
-                 {0: 'end only'}.get(g.get('write_every'), f"every {g.get('write_every')}")]
-                + [fmt(g.value(c)) for c in cols] + [_counts(g)] for g in found]
-        sec.add('Merged seconds per phase; "copies" is staging the case to node-local '
-                'disk and the results back (on shared storage only the check\'s own '
-                'bookkeeping).',
-                Table(['partition', 'case', 'storage', 'writes'] + [f'{c} s' for c in cols]
-                      + ['runs'], rows))
+        cols = ("decompose", "solve", "reconstruct", "copies", "total")
+        rows = [
+            [
+                g.key[0],
+                f"{g.get('case')} ({g.get('size')})",
+                g.get("storage"),
+                {0: "end only"}.get(g.get("write_every"), f"every {g.get('write_every')}"),
+            ]
+            + [fmt(g.value(c)) for c in cols]
+            + [_counts(g)]
+            for g in found
+        ]
+        sec.add(
+            'Merged seconds per phase; "copies" is staging the case to node-local '
+            "disk and the results back (on shared storage only the check's own "
+            "bookkeeping).",
+            Table(
+                ["partition", "case", "storage", "writes"] + [f"{c} s" for c in cols] + ["runs"],
+                rows,
+            ),
+        )
 
     def fields(self, groups: list[Group]):
         from topofoam.reporting import fieldimage
-        sec = self.doc.section('Final fields: standard vs optimized')
+
+        sec = self.doc.section("Final fields: standard vs optimized")
         pairs = []
         for d in analysis.decreases(groups):
-            if _emulated(d.standard.key) or d.standard.get('stage') != 'variants':
+            if _emulated(d.standard.key) or d.standard.get("stage") != "variants":
                 continue
-            std = next((Path(r['outputdir']) / 'final' for r in d.standard.passed
-                        if r.get('outputdir') and (Path(r['outputdir']) / 'final').is_dir()),
-                       None)
-            opt = next((Path(r['outputdir']) for r in d.optimized.passed
-                        if r.get('outputdir') and (Path(r['outputdir']) / 'final').is_dir()),
-                       None)
-            if std and opt and d.label.startswith('local+global'):
+            std = next(
+                (
+                    Path(r["outputdir"]) / "final"
+                    for r in d.standard.passed
+                    if r.get("outputdir") and (Path(r["outputdir"]) / "final").is_dir()
+                ),
+                None,
+            )
+            opt = next(
+                (
+                    Path(r["outputdir"])
+                    for r in d.optimized.passed
+                    if r.get("outputdir") and (Path(r["outputdir"]) / "final").is_dir()
+                ),
+                None,
+            )
+            if std and opt and d.label.startswith("local+global"):
                 pairs.append((d, std, opt))
         done = set()
         for d, std, opt in pairs:
             if (d.case, d.size) in done:
                 continue
             done.add((d.case, d.size))
-            title = (f'{d.case} ({d.size}) on {d.nodes} node(s) x {d.ppn}, {d.partition}: '
-                     f'standard, block vs {d.label}')
-            out = self.figdir / f'fields-{d.partition}-{d.case}-{d.size}.png'
+            title = (
+                f"{d.case} ({d.size}) on {d.nodes} node(s) x {d.ppn}, {d.partition}: "
+                f"standard, block vs {d.label}"
+            )
+            out = self.figdir / f"fields-{d.partition}-{d.case}-{d.size}.png"
             try:
-                got = (fieldimage.side_by_side(std, opt / 'final', out, title)
-                       if self.images else None)
+                got = (
+                    fieldimage.side_by_side(std, opt / "final", out, title) if self.images else None
+                )
             except fieldimage.ImageError as e:
                 got = None
-                sec.add(f'{title}: no image ({e}).')
+                sec.add(f"{title}: no image ({e}).")
             if got:
-                sec.add(Figure(out, f'{title} (ParaView); final time {got["time"]}; '
-                                    f'max |difference| / max |{got["field"]}| = '
-                                    f'{got["difference"]:.3g}'))
+                sec.add(
+                    Figure(
+                        out,
+                        f"{title} (ParaView); final time {got['time']}; "
+                        f"max |difference| / max |{got['field']}| = "
+                        f"{got['difference']:.3g}",
+                    )
+                )
             try:
-                diffs = json.loads((opt / 'fields.json').read_text())
-                sec.add(Table(['field', 'max |difference| / max |standard|'],
-                              [[f, f'{v:.3g}'] for f, v in
-                               sorted(diffs['max_relative_difference'].items())],
-                              caption=f'{title}: every final field (fields.json; sanity '
-                                      f'allows {diffs["rtol"]:g})'))
+                diffs = json.loads((opt / "fields.json").read_text())
+                sec.add(
+                    Table(
+                        ["field", "max |difference| / max |standard|"],
+                        [
+                            [f, f"{v:.3g}"]
+                            for f, v in sorted(diffs["max_relative_difference"].items())
+                        ],
+                        caption=f"{title}: every final field (fields.json; sanity "
+                        f"allows {diffs['rtol']:g})",
+                    )
+                )
             except (OSError, ValueError, KeyError):
                 pass
         if not done:
-            sec.add('No passed standard and local+global pair of the variants kept its final '
-                    'fields (small cases keep them in final/ of their output folder).')
-            self.notes.append('no field image: no variants pair with kept fields')
+            sec.add(
+                "No passed standard and local+global pair of the variants kept its final "
+                "fields (small cases keep them in final/ of their output folder)."
+            )
+            self.notes.append("no field image: no variants pair with kept fields")
 
     def missing(self):
         if self.notes:
-            sec = Section('What this report lacks')
-            sec.add(Table(['note'], [[n] for n in self.notes]))
+            sec = Section("What this report lacks")
+            sec.add(Table(["note"], [[n] for n in self.notes]))
             self.doc.sections.insert(1, sec)
 
 
-def build(results: Path, system: str, out: Path | None = None, images: bool = True,
-          say=print, since: str = '') -> Report:
-    out = out or results / 'report' / system
+def build(
+    results: Path,
+    system: str,
+    out: Path | None = None,
+    images: bool = True,
+    say=print,
+    since: str = "",
+) -> Report:
+    out = out or results / "report" / system
     out.mkdir(parents=True, exist_ok=True)
     b = Builder(results, system, out, images, say)
-    say(f'report: collecting {system} runs under {results}')
+    say(f"report: collecting {system} runs under {results}")
     coll = collect(results, system, since)
     b.notes += coll.notes
-    table = coll.write_csv(out / 'runs.csv')
+    table = coll.write_csv(out / "runs.csv")
     groups = group(coll.rows, set(coll.perf))
     b.summary(coll, groups, table, since)
     b.failures(coll)
-    say(f'report: {len(coll.rows)} runs in {len(groups)} configurations; tables and figures')
+    say(f"report: {len(coll.rows)} runs in {len(groups)} configurations; tables and figures")
     b.decrease(groups)
     b.scaling(groups)
     b.levels(groups)
@@ -393,11 +601,11 @@ def build(results: Path, system: str, out: Path | None = None, images: bool = Tr
     b.storage(groups)
     b.mpi_calls(groups)
     if images:
-        say('report: final fields (pvpython)')
+        say("report: final fields (pvpython)")
     b.fields(groups)
     b.missing()
-    md = out / 'report.md'
+    md = out / "report.md"
     md.write_text(markdown(b.doc, out))
-    html = out / 'report.html'
+    html = out / "report.html"
     html.write_text(page(b.doc))
     return Report(system, md, html, table, coll, groups, b.notes)

@@ -13,19 +13,19 @@ from pathlib import Path
 class Table:
     header: list[str]
     rows: list[list[str]]
-    caption: str = ''
+    caption: str = ""
 
 
 @dataclass
 class Figure:
-    path: Path              # a PNG under the report's figures/ folder
+    path: Path  # a PNG under the report's figures/ folder
     caption: str
 
 
 @dataclass
 class Section:
     title: str
-    blocks: list = field(default_factory=list)     # str (a paragraph), Table, Figure
+    blocks: list = field(default_factory=list)  # str (a paragraph), Table, Figure
 
     def add(self, *blocks):
         self.blocks.extend(b for b in blocks if b)
@@ -43,27 +43,26 @@ class Document:
 
 
 def _md_cell(text) -> str:
-    return str(text).replace('|', '\\|').replace('\n', ' ')
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown(doc: Document, base: Path) -> str:
-    out = [f'# {doc.title}', '']
+    out = [f"# {doc.title}", ""]
     for sec in doc.sections:
-        out += [f'## {sec.title}', '']
+        out += [f"## {sec.title}", ""]
         for block in sec.blocks:
             if isinstance(block, Table):
                 if block.caption:
-                    out += [f'*{block.caption}*', '']
-                out.append('| ' + ' | '.join(map(_md_cell, block.header)) + ' |')
-                out.append('|' + '---|' * len(block.header))
-                out += ['| ' + ' | '.join(map(_md_cell, row)) + ' |' for row in block.rows]
-                out.append('')
+                    out += [f"*{block.caption}*", ""]
+                out.append("| " + " | ".join(map(_md_cell, block.header)) + " |")
+                out.append("|" + "---|" * len(block.header))
+                out += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in block.rows]
+                out.append("")
             elif isinstance(block, Figure):
-                out += [f'![{block.caption}]({block.path.relative_to(base).as_posix()})',
-                        '']
+                out += [f"![{block.caption}]({block.path.relative_to(base).as_posix()})", ""]
             else:
-                out += [str(block), '']
-    return '\n'.join(out)
+                out += [str(block), ""]
+    return "\n".join(out)
 
 
 _STYLE = """body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
@@ -75,27 +74,35 @@ figure{margin:1em 0}figcaption{font-style:italic}img{max-width:100%}"""
 
 def page(doc: Document) -> str:
     e = html.escape
-    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-           f'<title>{e(doc.title)}</title><style>{_STYLE}</style></head><body>',
-           f'<h1>{e(doc.title)}</h1>']
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(doc.title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{e(doc.title)}</h1>",
+    ]
     for sec in doc.sections:
-        out.append(f'<h2>{e(sec.title)}</h2>')
+        out.append(f"<h2>{e(sec.title)}</h2>")
         for block in sec.blocks:
             if isinstance(block, Table):
-                out.append('<table>')
+                out.append("<table>")
                 if block.caption:
-                    out.append(f'<caption>{e(block.caption)}</caption>')
-                out.append('<tr>' + ''.join(f'<th>{e(str(h))}</th>' for h in block.header)
-                           + '</tr>')
-                out += ['<tr>' + ''.join(f'<td>{e(str(c))}</td>' for c in row) + '</tr>'
-                        for row in block.rows]
-                out.append('</table>')
+                    out.append(f"<caption>{e(block.caption)}</caption>")
+                out.append(
+                    "<tr>" + "".join(f"<th>{e(str(h))}</th>" for h in block.header) + "</tr>"
+                )
+                out += [
+                    "<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>"
+                    for row in block.rows
+                ]
+                out.append("</table>")
             elif isinstance(block, Figure):
                 data = base64.b64encode(block.path.read_bytes()).decode()
-                out.append(f'<figure><img alt="{e(block.caption)}" '
-                           f'src="data:image/png;base64,{data}">'
-                           f'<figcaption>{e(block.caption)}</figcaption></figure>')
+                out.append(
+                    f'<figure><img alt="{e(block.caption)}" '
+                    f'src="data:image/png;base64,{data}">'
+                    f"<figcaption>{e(block.caption)}</figcaption></figure>"
+                )
             else:
-                out.append(f'<p>{e(str(block))}</p>')
-    out.append('</body></html>')
-    return '\n'.join(out)
+                out.append(f"<p>{e(str(block))}</p>")
+    out.append("</body></html>")
+    return "\n".join(out)

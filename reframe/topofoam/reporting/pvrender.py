@@ -21,26 +21,26 @@ from paraview.simple import (
 
 def main(case, field, low, high, out):
     reader = OpenFOAMReader(FileName=case)
-    reader.CaseType = 'Decomposed Case'
-    reader.MeshRegions = ['internalMesh']
+    reader.CaseType = "Decomposed Case"
+    reader.MeshRegions = ["internalMesh"]
     reader.CellArrays = [field]
     reader.UpdatePipelineInformation()
     times = list(reader.TimestepValues or [0.0])
-    view = GetActiveViewOrCreate('RenderView')
+    view = GetActiveViewOrCreate("RenderView")
     view.ViewTime = max(times)
     view.ViewSize = [640, 400]
     view.OrientationAxesVisibility = 0
     shown = Show(reader, view)
-    ColorBy(shown, ('CELLS', field, 'Magnitude'))
+    ColorBy(shown, ("CELLS", field, "Magnitude"))
     lut = GetColorTransferFunction(field)
     lut.RescaleTransferFunction(float(low), float(high))
-    lut.AutomaticRescaleRangeMode = 'Never'
+    lut.AutomaticRescaleRangeMode = "Never"
     shown.SetScalarBarVisibility(view, True)
     view.ResetCamera()
     SaveScreenshot(out, view, ImageResolution=[640, 400])
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     if len(sys.argv) != 6:
         sys.exit(__doc__)
     main(*sys.argv[1:])

@@ -13,17 +13,42 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-RULE = ('repeats that passed sanity; with 5 or more, the fastest and slowest are dropped and '
-        'the rest averaged (seed 002); with fewer, the median; spread = range of all '
-        'passed repeats')
+RULE = (
+    "repeats that passed sanity; with 5 or more, the fastest and slowest are dropped and "
+    "the rest averaged (seed 002); with fewer, the median; spread = range of all "
+    "passed repeats"
+)
 
 #: Columns that differ between repeats of one configuration (who/when/where it ran).
 IDENTITY = {
-    'system', 'time', 'source', 'result', 'fail_phase', 'fail_reason', 'reframe version',
-    'descr', 'display_name', 'name', 'unique_name', 'short_name', 'hashcode', 'jobid',
-    'job_completion_time_unix', 'job_exitcode', 'job_nodelist', 'job_submit_time',
-    'outputdir', 'stagedir', 'nodelist', 'tags', 'time_limit', 'core_binding',
-    'num_cpus_per_task', 'node_hour_price', 'currency', 'defaults',
+    "system",
+    "time",
+    "source",
+    "result",
+    "fail_phase",
+    "fail_reason",
+    "reframe version",
+    "descr",
+    "display_name",
+    "name",
+    "unique_name",
+    "short_name",
+    "hashcode",
+    "jobid",
+    "job_completion_time_unix",
+    "job_exitcode",
+    "job_nodelist",
+    "job_submit_time",
+    "outputdir",
+    "stagedir",
+    "nodelist",
+    "tags",
+    "time_limit",
+    "core_binding",
+    "num_cpus_per_task",
+    "node_hour_price",
+    "currency",
+    "defaults",
 }
 
 
@@ -38,6 +63,7 @@ def robust(values: list[float]) -> float:
 @dataclass
 class Group:
     """The runs of one configuration on one partition."""
+
     key: tuple
     runs: list[dict] = field(default_factory=list)
 
@@ -53,11 +79,11 @@ class Group:
 
     @property
     def passed(self) -> list[dict]:
-        return [r for r in self.runs if r.get('result') == 'pass']
+        return [r for r in self.runs if r.get("result") == "pass"]
 
     @property
     def failed(self) -> list[dict]:
-        return [r for r in self.runs if r.get('result') not in ('pass', 'xfail')]
+        return [r for r in self.runs if r.get("result") not in ("pass", "xfail")]
 
     def values(self, metric: str) -> list[float]:
         return [r[metric] for r in self.passed if isinstance(r.get(metric), float)]
@@ -73,21 +99,28 @@ class Group:
     def first(self, column):
         """A column that does not tell configurations apart (the site's price and currency,
         the stage's defaults): its value in the newest run that has one."""
-        for run in sorted(self.runs, key=lambda r: r.get('time') or '', reverse=True):
+        for run in sorted(self.runs, key=lambda r: r.get("time") or "", reverse=True):
             if run.get(column) is not None:
                 return run[column]
         return None
 
     @property
     def newest(self) -> str:
-        return max((r.get('time') or '' for r in self.runs), default='')
+        return max((r.get("time") or "" for r in self.runs), default="")
 
 
 def config_key(row: dict, perf: set[str]) -> tuple:
-    items = tuple(sorted((k, v) for k, v in row.items()
-                         if k not in IDENTITY and k not in perf and k not in
-                         ('partition', 'check') and v is not None))
-    return (row['partition'], row['check']) + items
+    items = tuple(
+        sorted(
+            (k, v)
+            for k, v in row.items()
+            if k not in IDENTITY
+            and k not in perf
+            and k not in ("partition", "check")
+            and v is not None
+        )
+    )
+    return (row["partition"], row["check"]) + items
 
 
 def group(rows: list[dict], perf: set[str]) -> list[Group]:

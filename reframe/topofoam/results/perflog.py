@@ -21,19 +21,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Columns turned into integers (besides the performance values, which are floats).
-INTEGER = ('nodes', 'ppn', 'num_tasks', 'num_tasks_per_node', 'expected_cells',
-           'expected_steps', 'write_every')
+INTEGER = (
+    "nodes",
+    "ppn",
+    "num_tasks",
+    "num_tasks_per_node",
+    "expected_cells",
+    "expected_steps",
+    "write_every",
+)
 #: Columns turned into floats.
-FLOAT = ('node_hour_price',)
+FLOAT = ("node_hour_price",)
 #: How an empty value is written.
-EMPTY = ('', 'None', 'null')
+EMPTY = ("", "None", "null")
 #: A perflog file: ``<Check>.log`` or an older column set's ``<Check>.log.hN``.
-FILE = re.compile(r'^(?P<check>\w+)\.log(\.h\d+)?$')
+FILE = re.compile(r"^(?P<check>\w+)\.log(\.h\d+)?$")
 
 
 @dataclass
 class Perflogs:
     """The rows read, what could not be read, and each performance variable's unit."""
+
     rows: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)
@@ -56,22 +64,24 @@ def _typed(key: str, value: str):
     return value
 
 
-def read_file(path: Path, out: Perflogs, *, system: str = '', partition: str = '') -> None:
+def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "") -> None:
     """Append the runs of one perflog file to ``out``."""
     match = FILE.match(path.name)
-    check = match['check'] if match else path.stem
+    check = match["check"] if match else path.stem
     try:
-        lines = path.read_text(errors='replace').splitlines()
+        lines = path.read_text(errors="replace").splitlines()
     except OSError as e:
-        out.notes.append(f'{path}: cannot read ({e.strerror})')
+        out.notes.append(f"{path}: cannot read ({e.strerror})")
         return
     if not lines:
         return
     header_line = lines[0]
-    header = header_line.split('|')
-    if 'result' not in header:
-        out.notes.append(f'{path}: no header line with a "result" column; file skipped '
-                         f'(not a perflog of this suite)')
+    header = header_line.split("|")
+    if "result" not in header:
+        out.notes.append(
+            f'{path}: no header line with a "result" column; file skipped '
+            f"(not a perflog of this suite)"
+        )
         return
     cut = repeated = empty = 0
     for number, line in enumerate(lines[1:], start=2):
@@ -80,62 +90,72 @@ def read_file(path: Path, out: Perflogs, *, system: str = '', partition: str = '
         if line == header_line:
             repeated += 1
             continue
-        values = line.split('|')
-        if len(values) == len(header) + 1 and values[-1] == '':
-            values.pop()        # a trailing separator
+        values = line.split("|")
+        if len(values) == len(header) + 1 and values[-1] == "":
+            values.pop()  # a trailing separator
         if len(values) != len(header):
             cut += 1
             continue
         raw = dict(zip(header, values))
-        row = {'system': raw.get('system') or system,
-               'partition': raw.get('partition') or partition, 'check': check,
-               'time': raw.pop('job_completion_time', None), 'source': f'{path.name}:{number}'}
+        row = {
+            "system": raw.get("system") or system,
+            "partition": raw.get("partition") or partition,
+            "check": check,
+            "time": raw.pop("job_completion_time", None),
+            "source": f"{path.name}:{number}",
+        }
         measured = False
         for key, value in raw.items():
-            if key in ('system', 'partition'):
+            if key in ("system", "partition"):
                 continue
-            if key.endswith('_unit'):
+            if key.endswith("_unit"):
                 if value not in EMPTY and not out.units.get(key[:-5]):
                     out.units[key[:-5]] = value
                 continue
-            if key.endswith('_value'):
+            if key.endswith("_value"):
                 number_ = None if value in EMPTY else _number(value)
                 row[key[:-6]] = number_
                 measured |= number_ is not None
-                out.units.setdefault(key[:-6], '')
+                out.units.setdefault(key[:-6], "")
                 continue
             row[key] = _typed(key, value)
-        if row.get('result') == 'pass' and not measured:
+        if row.get("result") == "pass" and not measured:
             empty += 1
             continue
         out.rows.append(row)
     if cut:
-        out.notes.append(f"{path}: {cut} line(s) do not match the header's {len(header)} "
-                         f"columns and were left out (a line cut by a crash, or edited by "
-                         f"hand)")
+        out.notes.append(
+            f"{path}: {cut} line(s) do not match the header's {len(header)} "
+            f"columns and were left out (a line cut by a crash, or edited by "
+            f"hand)"
+        )
     if repeated:
-        out.notes.append(f'{path}: the header line is repeated {repeated} time(s) inside the '
-                         f'file (logs concatenated); those lines were skipped')
+        out.notes.append(
+            f"{path}: the header line is repeated {repeated} time(s) inside the "
+            f"file (logs concatenated); those lines were skipped"
+        )
     if empty:
-        out.notes.append(f'{path}: {empty} passed row(s) without any measured value were left '
-                         f'out (written by a --dry-run, where nothing ran)')
+        out.notes.append(
+            f"{path}: {empty} passed row(s) without any measured value were left "
+            f"out (written by a --dry-run, where nothing ran)"
+        )
 
 
-def read_system(root: Path, system: str = '', *, checks: tuple[str, ...] = ()) -> Perflogs:
+def read_system(root: Path, system: str = "", *, checks: tuple[str, ...] = ()) -> Perflogs:
     """Every perflog under one system's folder (``<perflogs>/<system>``), partition by
     partition; with ``checks``, only the files of those checks."""
     out = Perflogs()
     if not root.is_dir():
-        out.notes.append(f'no perflogs under {root}')
+        out.notes.append(f"no perflogs under {root}")
         return out
     for part in sorted(p for p in root.iterdir() if p.is_dir()):
         for path in sorted(part.iterdir()):
             match = FILE.match(path.name)
-            if match and (not checks or match['check'] in checks):
+            if match and (not checks or match["check"] in checks):
                 read_file(path, out, system=system or root.name, partition=part.name)
     return out
 
 
 def passed(rows: list[dict], metric: str) -> list[dict]:
     """The rows that passed sanity and measured ``metric``."""
-    return [r for r in rows if r.get('result') == 'pass' and isinstance(r.get(metric), float)]
+    return [r for r in rows if r.get("result") == "pass" and isinstance(r.get(metric), float)]
