@@ -1,4 +1,13 @@
-"""Shared helpers for the tests: everything here runs the real programs on this machine."""
+"""Shared helpers for the tests, and their tiers.
+
+Each test is marked by the folder it is in, so that a tier can be chosen (``./bench test -m
+unit``):
+  unit         no OpenFOAM, no MPI, no daemons (hwloc, ReFrame listings and pure Python);
+               the whole tier runs in under 2 minutes
+  integration  real OpenFOAM runs, SCOTCH decompositions, MPI ranks, compilers
+  system       root, Slurm daemons, network namespaces, ReFrame runs of the suite
+Everything runs the real programs on this machine; nothing is mocked.
+"""
 
 import os
 import shutil
@@ -13,6 +22,16 @@ from topofoam.paths import REPO
 
 PYTHON = sys.executable
 IS_ROOT = os.geteuid() == 0
+
+TIERS = ("unit", "integration", "system")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = Path(str(item.fspath)).parent.name
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+
 
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (Slurm daemons, namespaces)")
 

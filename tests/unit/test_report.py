@@ -27,12 +27,12 @@ REPEATS = (0.5, 0.97, 1.0, 1.06, 3.0)
 HEADER = (
     "job_completion_time|reframe version|result|binding|case|coll|display_name|"
     "hashcode|job_completion_time_unix|nodes|outputdir|partition|ppn|setting|size|"
-    "system|timing|ucx|ucx_inter|variant|wall_value|wall_unit|node_hours_value|"
-    "node_hours_unit"
+    "system|timing|ucx|ucx_inter|variant|stage|node_hour_price|currency|wall_value|"
+    "wall_unit|node_hours_value|node_hours_unit"
 )
 
 
-def sweep_row(i, check_time, variant, binding, nodes, wall, result="pass"):
+def sweep_row(i, check_time, variant, binding, nodes, wall, result="pass", price="2.5"):
     setting = f"pitzDaily/large/{nodes}x128/{variant}/{binding}/auto/default/auto"
     values = [
         check_time,
@@ -55,6 +55,9 @@ def sweep_row(i, check_time, variant, binding, nodes, wall, result="pass"):
         "auto",
         "auto",
         variant,
+        "variants",
+        price,
+        "EUR" if price else "",
         "" if wall is None else repr(wall),
         "s",
         "" if wall is None else repr(nodes * wall / 3600),
@@ -93,17 +96,6 @@ def write_cluster_perflog(results):
     return path
 
 
-def write_price_config(tmp_path, price=2.5, currency="EUR"):
-    """A site configuration with only what the report reads (TEST DATA)."""
-    path = tmp_path / "vsc5-test.py"
-    path.write_text(
-        'site_configuration = {"systems": [{"name": "vsc5", "partitions": [{"name": '
-        f'"zen3_0512", "extras": {{"node_hour_price": {price}, "currency": "{currency}", '
-        '"ppn": [64, 128], "ucx": ["auto"], "coll": ["default"], "ucx_inter": ["auto"]}}]}]}\n'
-    )
-    return path
-
-
 def merged(t):
     return statistics.fmean(sorted(t * f for f in REPEATS)[1:-1])
 
@@ -112,9 +104,7 @@ def merged(t):
 def cluster_report(tmp_path):
     results = tmp_path / "results"
     write_cluster_perflog(results)
-    report = build(
-        results, "vsc5", images=False, say=lambda _: None, config=write_price_config(tmp_path)
-    )
+    report = build(results, "vsc5", images=False, say=lambda _: None)
     return report, report.markdown.read_text()
 
 
@@ -199,7 +189,11 @@ def test_html_page_is_self_contained(cluster_report):
 
 def run_cli(*args):
     return subprocess.run(
-        [PYTHON, "-m", "reporting", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+        [PYTHON, "-m", "topofoam.reporting", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -318,6 +312,7 @@ def test_oci_cost_run_beside_the_published_node_hours(tmp_path):
         "coll",
         "ucx_inter",
         "timing",
+        "stage",
         "wall_value",
         "wall_unit",
     ]
@@ -339,6 +334,7 @@ def test_oci_cost_run_beside_the_published_node_hours(tmp_path):
                 "hcoll",
                 "auto",
                 "measured",
+                "cost",
                 t,
                 "s",
             ]
@@ -362,7 +358,7 @@ def test_oci_cost_run_beside_the_published_node_hours(tmp_path):
 
 def test_stage_table_speedup_over_the_defaults(tmp_path):
     """intra2: the best UCX/collectives pair and its speedup over the partition's defaults
-    (its first presets, block), read from the site configuration. TEST DATA."""
+    (its first presets, block), as each run logged them. TEST DATA."""
     results = tmp_path / "results"
     header = [
         "job_completion_time",
@@ -377,6 +373,8 @@ def test_stage_table_speedup_over_the_defaults(tmp_path):
         "coll",
         "ucx_inter",
         "timing",
+        "stage",
+        "defaults",
         "wall_value",
         "wall_unit",
     ]
@@ -402,19 +400,16 @@ def test_stage_table_speedup_over_the_defaults(tmp_path):
                 c,
                 "auto",
                 "measured",
+                "intra2",
+                "ppn=128 binding=block ucx=auto coll=default ucx_inter=auto",
                 t,
                 "s",
             ]
             for (b, u, c), t in walls.items()
         ],
     )
-    report = build(
-        results, "vsc5", images=False, say=lambda _: None, config=write_price_config(tmp_path)
-    )
-    [stage] = analysis.stages(
-        report.groups,
-        {"zen3_0512": {"ppn": [128], "ucx": ["auto"], "coll": ["default"], "ucx_inter": ["auto"]}},
-    )
+    report = build(results, "vsc5", images=False, say=lambda _: None)
+    [stage] = analysis.stages(report.groups)
     assert (stage.best.get("ucx"), stage.default.get("ucx")) == ("rndv16k", "auto")
     assert stage.speedup == pytest.approx(10.0 / 8.0)
     md = report.markdown.read_text()

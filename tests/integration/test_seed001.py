@@ -16,8 +16,6 @@ from foamlib import FoamFile
 from conftest import PYTHON, REPO, foam_env
 from topofoam import fields, mpicount, solvers
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def patched():

@@ -15,8 +15,6 @@ import pytest
 from conftest import PYTHON, REPO, foam_env
 from topofoam import mpicount
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):

@@ -65,6 +65,8 @@ EXPECTED = {
 
 
 def reframe(site: str, *args: str, results: Path, **env: str) -> subprocess.CompletedProcess:
+    # TOPOFOAM_RESULTS names a folder that exists (ReFrame opens its log there first).
+    results.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         [REFRAME, "-C", f"site-configs/{site}.py", "--system", site, "-c", "reframe", *args],
         cwd=REPO,
@@ -263,7 +265,7 @@ def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
 def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
     config = tmp_path / "bad.py"
     text = (REPO / "site-configs" / "hpc2.py").read_text()
-    config.write_text(text.replace("coll=['default', 'han']", "coll=['default', 'hcol']"))
+    config.write_text(text.replace('coll=["default", "han"]', 'coll=["default", "hcol"]'))
     done = subprocess.run(
         [REFRAME, "-C", str(config), "--system", "hpc2", "-c", "reframe", "-l"],
         cwd=REPO,

@@ -1,0 +1,139 @@
+"""The layout's rules, checked on the code itself: site configurations do no work when
+loaded, one reader of perflogs, one module that knows the repository's paths, and the
+library packages do not depend on the local platform."""
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+SITES = sorted(p.stem for p in (REPO / "site-configs").glob("*.py"))
+
+# Loads a site configuration with everything that would be work made to fail loudly:
+# starting a process, creating a folder or file, changing the environment.
+LOADER = r"""
+import builtins, json, os, runpy, subprocess, sys
+env = dict(os.environ)
+def refuse(what):
+    def call(*args, **kwargs):
+        raise SystemExit(f"WORK AT IMPORT: {what} {args[:1]}")
+    return call
+subprocess.Popen = refuse("subprocess")
+os.mkdir = refuse("mkdir")
+os.makedirs = refuse("makedirs")
+real_open = builtins.open
+def guarded_open(file, mode="r", *args, **kwargs):
+    if any(m in mode for m in "wax+"):
+        raise SystemExit(f"WORK AT IMPORT: open {file} {mode}")
+    return real_open(file, mode, *args, **kwargs)
+builtins.open = guarded_open
+config = runpy.run_path(sys.argv[1])["site_configuration"]
+assert dict(os.environ) == env, "the environment changed"
+print(json.dumps([p["name"] for s in config["systems"] for p in s["partitions"]]))
+"""
+
+
+def load_site(site, tmp_path, **env):
+    return subprocess.run(
+        [sys.executable, "-c", LOADER, str(REPO / "site-configs" / f"{site}.py")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("site", [s for s in SITES if s != "local"])
+def test_cluster_sites_load_without_doing_anything(site, tmp_path):
+    done = load_site(site, tmp_path, TOPOFOAM_RESULTS=str(tmp_path / "results"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_local_site_reads_its_facts_and_probes_nothing(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"site-configs/local.py: {results}/local-site.json does not exist -- run "
+        f"'./bench setup' (it writes them)\n"
+    )
+    facts = {
+        "version": 1,
+        "processor": {"num_cpus": 2},
+        "cores": 2,
+        "numa_nodes": 1,
+        "builds": {
+            "scotch_lib": "/s/lib",
+            "patched_lib": "/p/lib",
+            "patched_bin": "/p/bin",
+            "patched_id": "v1912-patched-x",
+        },
+        "openfoam_dir": "/usr/share/openfoam",
+        "tutorials": "/t",
+    }
+    (results / "local-site.json").write_text(json.dumps(facts))
+    done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == ["cpu"]
+    # The Slurm partitions are there when ReFrame's Slurm clients are pointed at ours.
+    conf = REPO / ".run" / "slurm" / "slurm.conf"
+    done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results), SLURM_CONF=str(conf))
+    assert json.loads(done.stdout) == ["cpu", "slurm"]
+    assert sorted(p.name for p in results.iterdir()) == ["local-site.json"]
+
+
+def python_files(*folders):
+    for folder in folders:
+        yield from sorted((REPO / folder).rglob("*.py"))
+
+
+def test_one_perflog_reader():
+    """Only topofoam/results/perflog.py splits perflog lines ('|'-separated)."""
+    readers = []
+    for path in python_files("reframe", "localsite", "cases", "rankmap", "site-configs"):
+        text = path.read_text()
+        if (
+            "split('|')" in text
+            or 'split("|")' in text
+            or 'delimiter="|"' in text
+            or "delimiter='|'" in text
+        ):
+            readers.append(str(path.relative_to(REPO)))
+    assert readers == ["reframe/topofoam/results/perflog.py"]
+
+
+def test_one_module_knows_the_repository():
+    needle = "Path(__file__).resolve()" + ".parents"
+    found = [
+        str(p.relative_to(REPO))
+        for p in python_files("reframe", "localsite", "cases", "rankmap", "site-configs", "tests")
+        if needle in p.read_text()
+    ]
+    assert found == ["reframe/topofoam/paths.py"]
+
+
+def imported_packages(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module.split(".")[0]
+
+
+@pytest.mark.parametrize("package", ["cases", "rankmap", "reframe", "site-configs/sitekit"])
+def test_libraries_do_not_depend_on_the_local_platform(package):
+    users = [
+        str(p.relative_to(REPO))
+        for p in python_files(package)
+        if "localsite" in set(imported_packages(p))
+    ]
+    # The build fixture runs `python -m localsite.openfoam` for the local environment only.
+    assert users == []
