@@ -85,6 +85,13 @@ class Prepared:
         return Prepared.load(dest)
 
 
+#: Version of what the preparation steps below produce: part of every prepared case's cache
+#: key. Bump it when a change to the steps changes the prepared folder (editing a comment or
+#: a message does not, and re-meshing every cached case for it would cost hours at the
+#: published sizes).
+PREPARE_VERSION = 1
+
+
 def default_cache() -> Path:
     from topofoam.paths import cache_dir
 
@@ -165,8 +172,8 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
     for rel, path in sorted(template_files(case.template, case.variant).items()):
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     # What shapes the prepared folder (not the sanity checks, which runs read from the
-    # catalog): this module's steps, the case's settings, the size, the request, OpenFOAM.
-    digest.update(Path(__file__).read_bytes())
+    # catalog): the steps' version, the case's settings, the size, the request, OpenFOAM.
+    digest.update(f"steps {PREPARE_VERSION}\0".encode())
     shaping = (
         case.solver,
         case.mesher,

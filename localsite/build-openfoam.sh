@@ -51,6 +51,30 @@ if [ "$target" = patched ]; then
     done
 fi
 
+# Progress on the terminal (fd 3) while the build writes its log: each stage as it starts,
+# and every minute the objects compiled so far of about how many the stages compile.
+exec 3>&2
+started=$SECONDS
+elapsed() { local t=$((SECONDS - started)); printf '%d min %02d s' $((t / 60)) $((t % 60)); }
+stage() { echo "== $*"; echo "build-openfoam: $* ($(elapsed))" >&3; }
+case "$target" in
+    scotch) dirs=(src/parallel/decompose/scotchDecomp);;
+    patched) dirs=(src/OSspecific/POSIX src/Pstream/dummy src/Pstream/mpi src/OpenFOAM
+                   applications/solvers/multiphase/interFoam);;
+esac
+total=0
+for d in "${dirs[@]}"; do
+    total=$((total + $(grep -cE '\.[cC]$' "$tree/$d/Make/files" || true)))
+done
+(
+    while sleep 60; do
+        done_=$(find "$tree/build" "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)
+        echo "build-openfoam: $done_ of about $total objects compiled, $(elapsed) elapsed" >&3
+    done
+) 2>/dev/null &
+ticker=$!
+trap 'pkill -P $ticker 2>/dev/null; kill $ticker 2>/dev/null; rm -rf "$work"' EXIT
+
 (
     set +u
     # Debian's configuration of the same tree (debian/rules), not the tree's etc/bashrc:
@@ -72,25 +96,25 @@ fi
     export WM_PROJECT_VERSION="$("$tree/bin/foamEtcFile" -show-api)"
 
     cd "$tree"
-    echo "== wmake tools"
+    stage "wmake tools"
     wmake/src/Allmake
-    echo "== lnInclude"
+    stage "lnInclude"
     for d in OpenFOAM OSspecific/POSIX finiteVolume fileFormats meshTools dynamicMesh \
              parallel/decompose/decompositionMethods
     do
         wmakeLnInclude -u "src/$d"
     done
     if [ "$target" = scotch ]; then
-        echo "== scotchDecomp"
+        stage "scotchDecomp"
         wmake libso src/parallel/decompose/scotchDecomp
     else
-        echo "== OSspecific, Pstream (dummy and MPI)"
+        stage "OSspecific, Pstream (dummy and MPI)"
         src/OSspecific/POSIX/Allwmake
         src/Pstream/Allwmake
-        echo "== OpenFOAM"
+        stage "libOpenFOAM (most of the build)"
         wmake libso src/OpenFOAM
         cp "$FOAM_LIBBIN/$FOAM_MPI/libPstream.so" "$FOAM_LIBBIN/libPstream.so"
-        echo "== interFoam (with the MULES patch; linked against the installed libraries)"
+        stage "interFoam (with the MULES patch; linked against the installed libraries)"
         wmakeLnIncludeAll src
         wmake applications/solvers/multiphase/interFoam
     fi
@@ -116,4 +140,4 @@ mv "$work/build.log" "$work/out/build.log"
 touch "$work/out/.complete"
 rm -rf "$prefix"
 mv "$work/out" "$prefix"
-say "done: $prefix"
+say "done in $(elapsed): $prefix"

@@ -85,7 +85,7 @@ def ensure_built(target: str = "scotch") -> Path:
             "the real SCOTCH decomposition library"
             if target == "scotch"
             else f"libOpenFOAM and libPstream with {PATCHES.relative_to(paths.REPO)} "
-            f"(12-17 min on 2 cores)"
+            f"(10-18 min on 2 cores)"
         )
         print(f"building {what} into {prefix} (once; cached)", file=sys.stderr, flush=True)
         cmd = ["bash", str(BUILD_SCRIPT), target, str(source_tree(version)), str(prefix)]
