@@ -21,20 +21,17 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from localsite.slurm import (
     NodeLayout,
+    SlurmDaemons,
     SlurmError,
     cmdline_of,
     common_settings,
     port_in_use,
-    query_sinfo,
     spool_dir,
-    tail,
     terminate,
-    wait_for,
 )
 from topofoam import paths
 
@@ -71,7 +68,7 @@ def _ip(*args: str) -> None:
         )
 
 
-class EmulatedCluster:
+class EmulatedCluster(SlurmDaemons):
     """``nodes`` emulated Slurm nodes named node1..nodeN, all files under ``root``."""
 
     partition = "emu"
@@ -87,6 +84,7 @@ class EmulatedCluster:
     ):
         if not 1 <= nodes <= 8:
             raise SlurmError(f"{nodes} nodes asked for -- the emulated cluster has 1 to 8 nodes")
+        super().__init__()
         self.nodes = nodes
         self.root = Path(root or paths.run_dir() / "cluster").resolve()
         self.subnet = subnet or os.environ.get("TOPOFOAM_EMU_SUBNET", "10.77.0")
@@ -105,9 +103,7 @@ class EmulatedCluster:
         self.node_tmp = self.root / "tmp"
         self.state_file = self.root / "state.json"
         self.munge_socket = Path("/run/topofoam-munge", f"emu{tag}", "munge.socket")
-        # Daemons this object started: their exit is known exactly, without reading /proc
-        # (between fork and exec a child's command line is still Python's).
-        self._procs: dict[str, subprocess.Popen] = {}
+        self.log_dir = self.root / "log"
 
     # -- state -----------------------------------------------------------------------------
 
@@ -135,10 +131,23 @@ class EmulatedCluster:
         return alive
 
     def client_env(self, base: dict | None = None) -> dict[str, str]:
-        env = dict(os.environ if base is None else base)
-        env["SLURM_CONF"] = str(self.conf)
+        env = super().client_env(base)
         env.update(mpi_env(self.subnet, self.node_tmp))
         return env
+
+    def daemon_names(self) -> list[str]:
+        return ["munged", "slurmctld"] + [f"slurmd-{h}" for h in self.hosts]
+
+    def daemon_log(self, name: str) -> Path:
+        return self.log_dir / ("munged.out" if name == "munged" else f"{name}.log")
+
+    def remember(self, name: str, pid: int) -> None:
+        state = self._state()
+        state["pids"][name] = pid
+        self._record(state)
+
+    def expected_nodes(self) -> int:
+        return self.nodes
 
     # -- start -----------------------------------------------------------------------------
 
@@ -149,7 +158,7 @@ class EmulatedCluster:
         try:
             self._network(state)
             self._files()
-            self._daemons(state)
+            self._daemons()
             self.wait_idle(timeout)
         except BaseException:
             self.stop()
@@ -201,9 +210,7 @@ class EmulatedCluster:
             # Nothing of an earlier cluster in this folder survives: its job ids come again.
             shutil.rmtree(r / f"tmp-{host}", ignore_errors=True)
             (r / f"tmp-{host}").mkdir()
-        for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
-            folder.mkdir(parents=True, exist_ok=True)
-            folder.chmod(0o755)
+        self.munge_socket.parent.mkdir(parents=True, exist_ok=True)
         spool_dir(self.munge_socket).mkdir(exist_ok=True)
         (r / "hosts").write_text(
             "127.0.0.1 localhost\n"
@@ -232,25 +239,6 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
 {nodes}PartitionName={self.partition} Nodes={",".join(self.hosts)} Default=YES MaxTime=INFINITE State=UP
 """)
 
-    def _spawn(self, state: dict, name: str, argv: list[str]) -> None:
-        log = open(self.root / "log" / f"{name}.out", "ab")
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            env=self.client_env(),
-        )
-        log.close()
-        self._procs[name] = proc
-        state["pids"][name] = proc.pid
-        self._record(state)
-
-    def _exited(self, name: str) -> bool:
-        proc = self._procs.get(name)
-        return proc.poll() is not None if proc else name not in self.running()
-
     def _in_namespaces(
         self, hostname: str, command: str, netns: str | None = None, tmpfs: Path | None = None
     ) -> list[str]:
@@ -271,70 +259,22 @@ SlurmdPidFile={r}/log/slurmd-%n.pid
         # nsenter, not 'ip netns exec': the latter remounts /sys and breaks Slurm's plugins.
         return (["nsenter", f"--net=/run/netns/{netns}"] + inner) if netns else inner
 
-    def _daemons(self, state: dict) -> None:
-        r = self.root
-        key = r / "munge" / "munge.key"
-        if not key.exists():
-            subprocess.run(
-                ["mungekey", "--create", f"--keyfile={key}", "--bits=1024"],
-                check=True,
-                capture_output=True,
-            )
-        key.chmod(0o400)
-        self._spawn(
-            state,
-            "munged",
-            [
-                "munged",
-                "-F",
-                f"--socket={self.munge_socket}",
-                f"--key-file={key}",
-                f"--pid-file={r}/log/munged.pid",
-                f"--seed-file={r}/munge/munged.seed",
-                f"--log-file={r}/log/munged.log",
-            ],
+    def _daemons(self) -> None:
+        self.start_munge(self.log_dir / "munged.pid")
+        self.spawn("slurmctld", self._in_namespaces("ctl", f"slurmctld -D -c -f {self.conf}"))
+        self.wait_ready(
+            lambda: self.node_states() is not None, 20, "slurmctld", self.daemon_log("slurmctld")
         )
-        self._wait(lambda: self.munge_socket.exists(), 10, "munged", r / "log" / "munged.out")
-        self._spawn(
-            state, "slurmctld", self._in_namespaces("ctl", f"slurmctld -D -c -f {self.conf}")
-        )
-        self._wait(lambda: self._sinfo() is not None, 20, "slurmctld", r / "log" / "slurmctld.log")
         for host in self.hosts:
-            self._spawn(
-                state,
+            self.spawn(
                 f"slurmd-{host}",
                 self._in_namespaces(
-                    host, f"slurmd -D -N {host} -f {self.conf}", self.netns[host], r / f"tmp-{host}"
+                    host,
+                    f"slurmd -D -N {host} -f {self.conf}",
+                    self.netns[host],
+                    self.root / f"tmp-{host}",
                 ),
             )
-
-    def _wait(self, ready, timeout: float, name: str, log: Path) -> None:
-        wait_for(ready, lambda: self._exited(name), timeout, name, log)
-
-    def _sinfo(self) -> list[str] | None:
-        return query_sinfo(self.client_env(), "%N %T")
-
-    def node_states(self) -> dict[str, str]:
-        return dict(line.split() for line in self._sinfo() or [])
-
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        states: dict = {}
-        while time.monotonic() < deadline:
-            for name in ["munged", "slurmctld"] + [f"slurmd-{h}" for h in self.hosts]:
-                if self._exited(name):
-                    log = self.root / "log" / (f"{name}.log" if name != "munged" else "munged.out")
-                    raise SlurmError(f"{name} exited -- see {log}; its last lines:\n{tail(log)}")
-            states = self.node_states()
-            if len(states) == self.nodes and all(
-                s.rstrip("*~#") in ("idle", "mixed", "allocated") for s in states.values()
-            ):
-                return
-            time.sleep(0.3)
-        raise SlurmError(
-            f"the emulated nodes did not become idle within {timeout:.0f} s "
-            f"(states: {states}) -- see the slurmd logs in {self.root / 'log'}"
-        )
 
     # -- stop ------------------------------------------------------------------------------
 

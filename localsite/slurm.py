@@ -170,10 +170,143 @@ def tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text[-lines:]) or f"({path} is empty)"
 
 
-class LocalSlurm:
+class SlurmDaemons:
+    """What the local node and the emulated cluster share: Slurm daemons we start as our own
+    children, each logging to ``<log_dir>/<name>.out``, one munged on a private socket, the
+    clients' environment, and the wait until every node is up.
+
+    A subclass sets ``root``, ``conf``, ``log_dir`` and ``munge_socket``, names its daemons
+    (``daemon_names``), says where each logs (``daemon_log``), how it remembers a PID it
+    started (``remember``) and which of them still run (``running``), and lists its nodes'
+    states (``node_states``).
+    """
+
+    root: Path
+    conf: Path
+    log_dir: Path
+    munge_socket: Path
+    #: What to call the nodes in messages.
+    nodes_name = "nodes"
+
+    def __init__(self):
+        # Daemons this object started: their exit is known exactly, without reading /proc
+        # (between fork and exec a child's command line is still Python's).
+        self._procs: dict[str, subprocess.Popen] = {}
+
+    # -- what a subclass says -------------------------------------------------------------
+
+    def daemon_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def daemon_log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.log"
+
+    def remember(self, name: str, pid: int) -> None:
+        raise NotImplementedError
+
+    def running(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def node_states(self) -> dict[str, str] | None:
+        """{node: state} as sinfo reports them, or None when the controller does not answer."""
+        lines = query_sinfo(self.client_env(), "%N %T")
+        return None if lines is None else dict(line.split() for line in lines)
+
+    def expected_nodes(self) -> int:
+        return 1
+
+    # -- shared ---------------------------------------------------------------------------
+
+    def client_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """An environment for Slurm clients (sbatch, squeue, srun, ReFrame) of this cluster."""
+        env = dict(os.environ if base is None else base)
+        env["SLURM_CONF"] = str(self.conf)
+        return env
+
+    def spawn(self, name: str, argv: list[str]) -> int:
+        """Start a daemon in the foreground of a new session: the PID is the daemon's."""
+        with open(self.log_dir / f"{name}.out", "ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=self.client_env(),
+            )
+        self._procs[name] = proc
+        self.remember(name, proc.pid)
+        return proc.pid
+
+    def exited(self, name: str) -> bool:
+        proc = self._procs.get(name)
+        return proc.poll() is not None if proc else name not in self.running()
+
+    def wait_ready(self, ready, timeout: float, name: str, log: Path) -> None:
+        wait_for(ready, lambda: self.exited(name), timeout, name, log)
+
+    def start_munge(self, pid_file: Path) -> None:
+        """munged with a private key on our own socket, ready when the socket is there."""
+        key = self.root / "munge" / "munge.key"
+        key.parent.mkdir(parents=True, exist_ok=True)
+        if not key.exists():
+            subprocess.run(
+                ["mungekey", "--create", f"--keyfile={key}", "--bits=1024"],
+                check=True,
+                capture_output=True,
+            )
+        key.chmod(0o400)
+        # munged refuses a socket folder that others may write to or cannot enter.
+        for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o755)
+        for stale in self.munge_socket.parent.glob("munge.socket*"):
+            stale.unlink()
+        self.spawn(
+            "munged",
+            [
+                "munged",
+                "-F",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={pid_file}",
+                f"--seed-file={self.root / 'munge' / 'munged.seed'}",
+                f"--log-file={self.log_dir / 'munged.log'}",
+            ],
+        )
+        self.wait_ready(self.munge_socket.exists, 10, "munged", self.log_dir / "munged.out")
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until every node is idle (or in use by jobs: mixed/allocated also count);
+        a daemon that exits meanwhile is named with its log."""
+        deadline = time.monotonic() + timeout
+        states: dict | None = None
+        while time.monotonic() < deadline:
+            for name in self.daemon_names():
+                if self.exited(name):
+                    log = self.daemon_log(name)
+                    raise SlurmError(f"{name} exited -- see {log}; its last lines:\n{tail(log)}")
+            states = self.node_states()
+            if (
+                states
+                and len(states) == self.expected_nodes()
+                and all(
+                    st.rstrip("*~#") in ("idle", "mixed", "allocated") for st in states.values()
+                )
+            ):
+                return
+            time.sleep(0.3)
+        raise SlurmError(
+            f"the {self.nodes_name} did not become idle within {timeout:.0f} s (states: "
+            f"{states}) -- see the slurmd logs in {self.log_dir}"
+        )
+
+
+class LocalSlurm(SlurmDaemons):
     """One Slurm node on this machine, all of its files under ``root``."""
 
     partition = "local"
+    nodes_name = "node"
 
     def __init__(
         self,
@@ -183,15 +316,13 @@ class LocalSlurm:
         slurmd_port: int | None = None,
         hostname: str | None = None,
     ):
+        super().__init__()
         self.root = Path(root or paths.run_dir() / "slurm").resolve()
         self.ctld_port = ctld_port or int(os.environ.get("TOPOFOAM_SLURMCTLD_PORT", 6817))
         self.slurmd_port = slurmd_port or int(os.environ.get("TOPOFOAM_SLURMD_PORT", 6818))
         self.hostname = hostname or socket.gethostname().split(".")[0]
         self.conf = self.root / "slurm.conf"
         self.log_dir = self.root / "log"
-        # Daemons this object started: their exit is known exactly, without reading /proc
-        # (between fork and exec a child's command line is still Python's).
-        self._procs: dict[str, subprocess.Popen] = {}
         # munged needs execute permission for all on every folder above its socket; a clone
         # under a private home (e.g. /root, mode 0700) fails that, so the socket lives in /run.
         tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:12]
@@ -207,9 +338,7 @@ class LocalSlurm:
         for sub in ("state", "log", "tmp", "munge", "pids"):
             (r / sub).mkdir(parents=True, exist_ok=True)
         # munged refuses a socket folder that others may write to or cannot enter.
-        for folder in (self.munge_socket.parent.parent, self.munge_socket.parent):
-            folder.mkdir(parents=True, exist_ok=True)
-            folder.chmod(0o755)
+        self.munge_socket.parent.mkdir(parents=True, exist_ok=True)
         spool_dir(self.munge_socket).mkdir(exist_ok=True)
         (r / "plugstack.conf").write_text("# empty: no SPANK plugins for the local cluster\n")
         host = self.hostname
@@ -229,32 +358,21 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
 """)
         return self.conf
 
-    def client_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """An environment for Slurm clients (sbatch, squeue, srun, ReFrame) of this cluster."""
-        env = dict(os.environ if base is None else base)
-        env["SLURM_CONF"] = str(self.conf)
-        return env
-
     # -- daemons ---------------------------------------------------------------------------
 
     def _pidfile(self, name: str) -> Path:
         return self.root / "pids" / f"{name}.pid"
 
-    def _commands(self) -> dict[str, list[str]]:
-        r = self.root
-        return {
-            "munged": [
-                "munged",
-                "-F",
-                f"--socket={self.munge_socket}",
-                f"--key-file={r}/munge/munge.key",
-                f"--pid-file={r}/pids/munged.pid.munge",
-                f"--seed-file={r}/munge/munged.seed",
-                f"--log-file={r}/log/munged.log",
-            ],
-            "slurmctld": ["slurmctld", "-D", "-c", "-f", str(self.conf)],
-            "slurmd": ["slurmd", "-D", "-f", str(self.conf), "-N", self.hostname],
-        }
+    def daemon_names(self) -> list[str]:
+        return list(DAEMONS)
+
+    def daemon_log(self, name: str) -> Path:
+        if name == "slurmd":
+            return self.log_dir / f"slurmd-{self.hostname}.log"
+        return self.log_dir / f"{name}.log"
+
+    def remember(self, name: str, pid: int) -> None:
+        self._pidfile(name).write_text(f"{pid}\n")
 
     def running(self) -> dict[str, int]:
         """The daemons we started that still run, by name: PID."""
@@ -276,25 +394,6 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         if not cmd or Path(cmd[0]).name != name or not any(str(self.root) in a for a in cmd):
             return None
         return pid
-
-    def _spawn(self, name: str, argv: list[str]) -> int:
-        log = open(self.log_dir / f"{name}.out", "ab")
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            env=self.client_env(),
-        )
-        log.close()
-        self._procs[name] = proc
-        self._pidfile(name).write_text(f"{proc.pid}\n")
-        return proc.pid
-
-    def _exited(self, name: str) -> bool:
-        proc = self._procs.get(name)
-        return proc.poll() is not None if proc else name not in self.running()
 
     def _check_can_start(self) -> None:
         if os.geteuid() != 0:
@@ -319,69 +418,31 @@ PartitionName={self.partition} Nodes={host} Default=YES MaxTime=INFINITE State=U
         """Start munged, slurmctld and slurmd (those not already running) and wait for idle."""
         alive = self.running()
         if len(alive) == len(DAEMONS) and self.conf.exists():
-            self.wait_idle(timeout)
+            try:
+                self.wait_idle(timeout)
+            except SlurmError:
+                self.stop()
+                raise
             return
         if alive:
             # A partial set from a crashed earlier run: start again from a clean slate.
             self.stop()
         self._check_can_start()
         self.write_config()
-        key = self.root / "munge" / "munge.key"
-        if not key.exists():
-            subprocess.run(
-                ["mungekey", "--create", f"--keyfile={key}", "--bits=1024"],
-                check=True,
-                capture_output=True,
-            )
-        key.chmod(0o400)
-        for stale in self.munge_socket.parent.glob("munge.socket*"):
-            stale.unlink()
-        commands = self._commands()
-        self._spawn("munged", commands["munged"])
-        self._wait_for(
-            lambda: self.munge_socket.exists(), 10, "munged", self.log_dir / "munged.out"
-        )
-        self._spawn("slurmctld", commands["slurmctld"])
-        self._wait_for(self._controller_answers, 20, "slurmctld", self.log_dir / "slurmctld.log")
-        self._spawn("slurmd", commands["slurmd"])
-        self.wait_idle(timeout)
-
-    def _wait_for(self, ready, timeout: float, name: str, log: Path) -> None:
         try:
-            wait_for(ready, lambda: self._exited(name), timeout, name, log)
+            self.start_munge(self.root / "pids" / "munged.pid.munge")
+            self.spawn("slurmctld", ["slurmctld", "-D", "-c", "-f", str(self.conf)])
+            self.wait_ready(
+                lambda: self.node_states() is not None,
+                20,
+                "slurmctld",
+                self.daemon_log("slurmctld"),
+            )
+            self.spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", self.hostname])
+            self.wait_idle(timeout)
         except SlurmError:
             self.stop()
             raise
-
-    def _controller_answers(self) -> bool:
-        return self.sinfo_states() is not None
-
-    def sinfo_states(self) -> list[str] | None:
-        """Node states as sinfo reports them, or None when the controller does not answer."""
-        return query_sinfo(self.client_env(), "%T")
-
-    def wait_idle(self, timeout: float = 60.0) -> None:
-        """Wait until every node is idle (or in use by jobs: mixed/allocated also count)."""
-        deadline = time.monotonic() + timeout
-        states: list[str] | None = None
-        while time.monotonic() < deadline:
-            missing = [d for d in DAEMONS if self._exited(d)]
-            if missing:
-                log = self.log_dir / (
-                    f"slurmd-{self.hostname}.log" if missing[0] == "slurmd" else f"{missing[0]}.log"
-                )
-                self.stop()
-                raise SlurmError(f"{missing[0]} exited -- see {log}; its last lines:\n{tail(log)}")
-            states = self.sinfo_states()
-            if states and all(s.rstrip("*~#") in ("idle", "mixed", "allocated") for s in states):
-                return
-            time.sleep(0.3)
-        self.stop()
-        log = self.log_dir / f"slurmd-{self.hostname}.log"
-        raise SlurmError(
-            f"the node did not become idle within {timeout:.0f} s (state: {states}) "
-            f"-- see {log}; its last lines:\n{tail(log)}"
-        )
 
     def stop(self, timeout: float = 15.0) -> list[str]:
         """Stop the daemons we started, slurmd first; returns the names that were stopped."""
