@@ -4,6 +4,7 @@
 # Idempotent: every step checks first and does nothing when its result is already there, so
 # `./bench run` calls it on every start. Steps:
 #   1. Debian packages: OpenFOAM v1912 + tutorials, OpenMPI with UCX, hwloc, SCOTCH,
+#      flex with its C++ header (OpenFOAM-12 builds from source need FlexLexer.h),
 #      ParaView with Xvfb (Debian's pvpython renders off-screen only through an X server),
 #      Slurm + munge, build tools (apt is retried once: a transient dpkg failure has been seen);
 #   2. deb-src enabled and the OpenFOAM source package unpacked into the cache (for the builds);
@@ -22,7 +23,7 @@ packages=(
     scotch libscotch-dev
     paraview python3-paraview xvfb xauth
     slurm-wlm slurm-wlm-basic-plugins munge libpmix2
-    build-essential flex bison zlib1g-dev dpkg-dev
+    build-essential flex libfl-dev bison zlib1g-dev dpkg-dev
     python3 python3-venv python3-pip
     iproute2 util-linux procps
 )

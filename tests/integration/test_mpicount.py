@@ -39,6 +39,7 @@ def prepare(case, steps, dest):
             str(dest),
         ],
         cwd=REPO,
+        env=foam_env(),
         capture_output=True,
         text=True,
         timeout=600,

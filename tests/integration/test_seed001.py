@@ -59,7 +59,9 @@ def cases(tmp_path_factory):
                 "--out",
                 str(dest),
             ] + (["--converge"] if converge else [])
-            done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+            done = subprocess.run(
+                cmd, cwd=REPO, env=foam_env(), capture_output=True, text=True, timeout=900
+            )
             assert done.returncode == 0, done.stderr[-2000:]
             made[key] = dest
         return made[key]
