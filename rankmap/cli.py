@@ -31,7 +31,12 @@ from rankmap.schedule import hierarchical
 def load_graph(spec: str) -> graph.CommGraph:
     m = re.fullmatch(r"grid:(\d+)x(\d+)(?:x(\d+))?", spec)
     if m:
-        return graph.grid(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
+        dims = [int(m.group(1)), int(m.group(2)), int(m.group(3) or 1)]
+        if min(dims) < 1:
+            raise InputError(
+                f"{spec}: every dimension of a grid must be at least 1 -- e.g. grid:4x4x2"
+            )
+        return graph.grid(*dims)
     path = Path(spec)
     if not path.is_dir():
         raise InputError(

@@ -145,7 +145,17 @@ def _split(
 ) -> list[tuple[np.ndarray, CommGraph]]:
     """``vertices`` (ascending; ``sub`` is their induced graph) split into parts of exactly
     ``sizes``: each part's vertices and subgraph, ordered by their lowest vertex among parts of
-    the same size (so a remainder part keeps its slot)."""
+    the same size (so a remainder part keeps its slot). A part of size 0 (a NUMA node or
+    domain without ranks, when a node holds fewer ranks than it has NUMA nodes) gets no
+    vertices and is never handed to the partitioner: SCOTCH crashes on empty parts."""
+    live = [i for i, size in enumerate(sizes) if size > 0]
+    if len(live) < len(sizes):
+        placed: list = [(vertices[:0], sub)] * len(sizes)
+        if live:
+            inner = _split(sub, vertices, [sizes[i] for i in live], seed, partitioner)
+            for i, piece in zip(live, inner):
+                placed[i] = piece
+        return placed
     if len(sizes) == 1:
         return [(vertices, sub)]
     parts = partition(sub, sizes, seed, partitioner)

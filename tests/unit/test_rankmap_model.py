@@ -217,3 +217,33 @@ def test_openfoam_schedule_is_linear_below_nprocssimplesum():
     assert stock.above.tolist() == [-1] + [0] * 11 and stock.depth() == 1
     # Binomial: the depth is the most set bits of any rank (7 = 0b111, 11 = 0b1011).
     assert openfoam_tree(placement, n_procs_simple_sum=0).depth() == 3
+
+
+# Every preset at every ranks-per-node count, in a child process: a crash inside SCOTCH is a
+# signal, not an exception, and must fail this test rather than end the test run.
+EVERY_PPN = r"""
+import sys
+from rankmap import graph, mapping, topology
+from rankmap.schedule import hierarchical, openfoam_tree
+for name in sys.argv[1:]:
+    machine = topology.load(name)
+    for ppn in range(1, machine.cores + 1):
+        for nodes in (1, 2):
+            g = graph.grid(ppn, nodes)
+            for place in (mapping.block, mapping.cyclic, mapping.hierarchical):
+                p = place(g, machine, nodes)
+                p.check()
+                hierarchical(p).check()
+                openfoam_tree(p).check()
+    print(name, machine.cores, flush=True)
+"""
+
+
+@pytest.mark.parametrize("preset", [*topology.PRESETS, "local"])
+def test_every_ranks_per_node_count_places_and_schedules(preset):
+    done = subprocess.run(
+        [PYTHON, "-c", EVERY_PPN, preset], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-1500:]}"
+    name, cores = done.stdout.split()
+    assert name == preset and int(cores) >= 2
