@@ -71,8 +71,14 @@ class Prepared:
             raise CaseError(
                 f"{meta}: not a prepared case ({e}) -- prepare it with 'python -m cases prepare'"
             ) from None
-        data["path"] = Path(path)
-        return cls(**data)
+        try:
+            data["path"] = Path(path)
+            return cls(**data)
+        except (TypeError, ValueError):
+            raise CaseError(
+                f"{meta}: not the case.json of this suite's prepared cases -- prepare the case "
+                f"again with 'python -m cases prepare'"
+            ) from None
 
     @property
     def checks(self) -> tuple:
@@ -89,7 +95,7 @@ class Prepared:
 #: key. Bump it when a change to the steps changes the prepared folder (editing a comment or
 #: a message does not, and re-meshing every cached case for it would cost hours at the
 #: published sizes).
-PREPARE_VERSION = 1
+PREPARE_VERSION = 2
 
 
 def default_cache() -> Path:
@@ -120,8 +126,21 @@ def prepare(
         ) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (final / META).exists():
-            return Prepared.load(final)
+        if final.exists():
+            problem = damaged(final)
+            if problem is None:
+                return Prepared.load(final)
+            (progress or progress_to_stderr)(
+                f"{case.name} {resolved.label}: the cached copy {final} is damaged ({problem}); "
+                f"preparing it again"
+            )
+            try:
+                shutil.rmtree(final)
+            except OSError as e:
+                raise CaseError(
+                    f"the cached case {final} is damaged ({problem}) and cannot be removed "
+                    f"({e.strerror}) -- remove it with 'rm -rf {final}'"
+                ) from None
         work = Path(f"{final}.tmp")
         failed = Path(f"{final}.failed")
         for stale in (work, failed):
@@ -135,8 +154,45 @@ def prepare(
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
+        _write_manifest(work)
         work.rename(final)
         return Prepared.load(final)
+
+
+#: Every file of a prepared case and its size, written last: a cached case whose files no
+#: longer match (a file cut short, removed or edited) is prepared again, not run.
+MANIFEST = "files.json"
+
+
+def _write_manifest(folder: Path) -> None:
+    files = {
+        str(path.relative_to(folder)): path.stat().st_size
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != MANIFEST
+    }
+    (folder / MANIFEST).write_text(json.dumps(files, indent=0) + "\n")
+
+
+def damaged(folder: Path) -> str | None:
+    """Why a cached prepared case cannot be used as it is, or None."""
+    try:
+        Prepared.load(folder)
+    except CaseError:
+        return f"no readable {META}"
+    try:
+        files = json.loads((folder / MANIFEST).read_text())
+        if not isinstance(files, dict):
+            raise ValueError
+    except (OSError, ValueError):
+        return f"no readable {MANIFEST}"
+    for rel, size in files.items():
+        try:
+            have = (folder / rel).stat().st_size
+        except OSError:
+            return f"{rel} is missing"
+        if have != size:
+            return f"{rel} has {have} bytes, {size} when it was prepared"
+    return None
 
 
 def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
@@ -380,10 +436,15 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
     snappyHexMesh, and for the larger sizes mirroring."""
     geometry = _geometry(env)
     if not geometry.is_file():
-        raise CaseError(
-            f"meshing: {geometry} is missing -- install the OpenFOAM tutorials "
-            f"(Debian: openfoam-examples) or set FOAM_TUTORIALS"
+        setting = _tutorials_setting(env)
+        fix = (
+            f"point {setting} at the OpenFOAM tutorials, or unset it"
+            if setting
+            else "install the OpenFOAM tutorials (Debian: openfoam-examples) or set "
+            "TOPOFOAM_TUTORIALS"
         )
+        where = f" ({setting}={env[setting]})" if setting else ""
+        raise CaseError(f"meshing: {geometry} is missing{where} -- {fix}")
     surface = work / "constant" / "triSurface" / "motorBike.obj"
     surface.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(geometry, "rb") as src, open(surface, "wb") as dst:
@@ -415,10 +476,20 @@ def _geometry(env: dict) -> Path:
     return Path(tutorials_dir(env)) / "resources" / "geometry" / "motorBike.obj.gz"
 
 
+#: Where the tutorials may be set, the suite's own setting first: it wins wherever it is set
+#: (the local site copies it into FOAM_TUTORIALS inside ReFrame jobs).
+TUTORIALS_SETTINGS = ("TOPOFOAM_TUTORIALS", "FOAM_TUTORIALS")
+
+
+def _tutorials_setting(env: dict) -> str | None:
+    return next((name for name in TUTORIALS_SETTINGS if env.get(name)), None)
+
+
 def tutorials_dir(env: dict) -> str:
-    """The OpenFOAM tutorials: FOAM_TUTORIALS, else the installation's."""
-    if env.get("FOAM_TUTORIALS"):
-        return env["FOAM_TUTORIALS"]
+    """The OpenFOAM tutorials: TOPOFOAM_TUTORIALS, FOAM_TUTORIALS, else the installation's."""
+    setting = _tutorials_setting(env)
+    if setting:
+        return env[setting]
     project = env.get("WM_PROJECT_DIR", "")
     for candidate in (
         Path(project) / "tutorials",

@@ -1,6 +1,7 @@
 """`./bench` on the local site: run the suite, and start/stop the project's local Slurm.
 
     ./bench run [--partition cpu|slurm|emu ...] [--tag TAG] [-- REFRAME_ARGS...]
+    ./bench build org12            OpenFOAM-12 with patches/org-12 (resumable, cached)
     ./bench cases ARGS...          python -m cases with this machine's OpenFOAM
     ./bench rankmap-bench ARGS...  python -m rankmap.bench with it
     ./bench slurm start|stop|status
@@ -23,10 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from localsite import facts, openfoam
+from localsite import facts, flavours, openfoam, strays
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
 from topofoam import paths
+from topofoam.results import perflog
 
 PARTITIONS = ("cpu", "slurm", "emu")
 EMU_NODES = 4  # the multi-node check runs on 1, 2 and 4 nodes
@@ -115,9 +117,57 @@ def _report(results: Path, since: str) -> str:
     return f"{report.html} (and report.md, runs.csv beside it)"
 
 
+def _last_run(results: Path) -> Path:
+    return results / "reframe" / "last-run.json"
+
+
+def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str]], str]:
+    """For --resume: the last run's selection into ``args``, and per partition the ReFrame
+    options that leave out what passed in it. What passed is read from the perflogs, where
+    ReFrame writes each test's row when the test finishes: a run killed half-way has them
+    for what it finished, and no run report at all."""
+    if args.partition or args.tag or args.reframe_args:
+        raise UsageError(
+            "--resume reruns the last run's own selection -- leave out --partition, --tag "
+            "and ReFrame options"
+        )
+    try:
+        last = json.loads(_last_run(results).read_text())
+        args.partition, args.tag = last["partitions"], last["tags"]
+        args.reframe_args, started = last["reframe_args"], last["started"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UsageError(
+            f"no earlier './bench run' recorded in {_last_run(results)} -- run './bench run' first"
+        ) from None
+    logs = perflog.read_system(results / "perflogs" / "local")
+    skip: dict[str, list[str]] = {}
+    for partition in args.partition:
+        passed = sorted(
+            {
+                r["hashcode"]
+                for r in logs.rows
+                if r.get("partition") == partition
+                and r.get("result") == "pass"
+                and (r.get("time") or "") >= started
+                and r.get("hashcode")
+            }
+        )
+        skip[partition] = [opt for h in passed for opt in ("-x", f"/{h}")]
+        print(
+            f"bench: --resume: local:{partition}: {len(passed)} test case(s) passed in the run "
+            f"started {started}; rerunning the rest"
+        )
+    return skip, started
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    results = paths.results_dir()
+    skip: dict[str, list[str]] = {}
+    if args.resume:
+        # The report then covers the whole resumed run, from its first start.
+        skip, since = _resume(args, results)
     partitions = _partition_list(args.partition)
     if args.partition is None and os.geteuid() != 0:
         partitions = ["cpu"]
@@ -144,12 +194,37 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     print(f"bench: OpenFOAM libraries: {lib}")
 
-    results = paths.results_dir()
     # What site-configs/local.py reads instead of probing the machine itself.
     facts.write()
+    # A killed earlier run may still be computing: its timings and ours would both be wrong.
+    found = strays.find(results / "reframe" / "stage")
+    other = strays.running_reframe(found)
+    if other:
+        raise UsageError(
+            f"another run of the suite is going on in {results} (ReFrame, pid {other}) -- wait "
+            f"for it, stop it, or give this run its own folder with TOPOFOAM_RESULTS"
+        )
+    left = strays.stop(found)
+    if left:
+        print(
+            f"bench: stopped {len(left)} process(es) an earlier, killed run left behind "
+            f"({strays.summary(left)}) before timing anything"
+        )
     reports = results / "reframe" / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
+    if not args.resume:  # what --resume reruns after an interruption
+        _last_run(results).write_text(
+            json.dumps(
+                {
+                    "started": since,
+                    "partitions": partitions,
+                    "tags": args.tag,
+                    "reframe_args": args.reframe_args,
+                }
+            )
+            + "\n"
+        )
     started_slurm = False
     cluster = EmulatedCluster(EMU_NODES)
     outcome: dict[str, tuple[int, int, list[str], Path]] = {}
@@ -177,10 +252,9 @@ def run(args: argparse.Namespace) -> int:
                 env = cluster.client_env(env)
             report = reports / f"{stamp}-{partition}.json"
             print(f"bench: ReFrame on local:{partition}", flush=True)
+            extra = args.reframe_args + skip.get(partition, [])
             done = subprocess.run(
-                _reframe_command(partition, report, args.tag, args.reframe_args),
-                env=env,
-                cwd=paths.REPO,
+                _reframe_command(partition, report, args.tag, extra), env=env, cwd=paths.REPO
             )
             outcome[partition] = (*_summarise(report, done.returncode), report)
     finally:
@@ -199,11 +273,13 @@ def run(args: argparse.Namespace) -> int:
                 f"  local:{partition}: {cases - failures}/{cases} test cases passed "
                 f"(run report {report})"
             )
+        elif skip.get(partition):
+            print(f"  local:{partition}: nothing left to rerun: what it selects passed before")
         else:
             print(f"  local:{partition}: no test case ran")
         for line in lines:
             print(f"    FAILED {line}")
-        failed += failures or (cases == 0)
+        failed += failures or (cases == 0 and not skip.get(partition))
     report = _report(results, since)
     print(f"  perflogs: {results / 'perflogs' / 'local'}")
     print(f"  results:  {results}")
@@ -225,6 +301,16 @@ def with_openfoam(args: argparse.Namespace) -> int:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     cmd = [sys.executable, "-m", args.module, *args.module_args]
     return subprocess.run(cmd, env=env).returncode
+
+
+def build_command(args: argparse.Namespace) -> int:
+    """A flavour built from its source tree with the project's series (localsite/flavours.py)."""
+    try:
+        print(f"bench: built: {flavours.ensure_built(flavours.get(args.flavour))}")
+    except flavours.BuildError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def slurm_command(args: argparse.Namespace) -> int:
@@ -296,8 +382,17 @@ def parser() -> argparse.ArgumentParser:
         help=f"partition(s) to run on: {', '.join(PARTITIONS)} (default: all)",
     )
     r.add_argument("--tag", action="append", default=[], help="only checks with this tag")
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="after an interrupted or failed run: rerun what of it did not pass (what never "
+        "ran included), with its own selection",
+    )
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)
+    b = sub.add_parser("build", help="build an OpenFOAM flavour from source with its series")
+    b.add_argument("flavour", choices=sorted(flavours.FLAVOURS))
+    b.set_defaults(func=build_command)
     for verb, module in (("cases", "cases"), ("rankmap-bench", "rankmap.bench")):
         k = sub.add_parser(
             verb, help=f"python -m {module} with this machine's OpenFOAM", add_help=False

@@ -81,6 +81,19 @@ def ensure_built(target: str = "scotch") -> Path:
     version = source_version()
     prefix = build_prefix(target, version)
     if not (prefix / ".complete").exists():
+        tree = source_tree(version)
+        if not (tree / "etc" / "bashrc").is_file():
+            raise BuildError(
+                f"no OpenFOAM {version} source in {tree} -- run './bench setup' with the same "
+                f"TOPOFOAM_CACHE ({paths.cache_dir()}); it fetches the source package"
+            )
+        try:
+            prefix.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BuildError(
+                f"cannot use the build cache {paths.cache_dir()} ({e.strerror}) -- set "
+                f"TOPOFOAM_CACHE to a folder you can write"
+            ) from None
         what = (
             "the real SCOTCH decomposition library"
             if target == "scotch"
@@ -88,13 +101,14 @@ def ensure_built(target: str = "scotch") -> Path:
             f"(10-18 min on 2 cores)"
         )
         print(f"building {what} into {prefix} (once; cached)", file=sys.stderr, flush=True)
-        cmd = ["bash", str(BUILD_SCRIPT), target, str(source_tree(version)), str(prefix)]
+        cmd = ["bash", str(BUILD_SCRIPT), target, str(tree), str(prefix)]
         if target == "patched":
             cmd.append(str(PATCHES))
         if subprocess.run(cmd).returncode != 0:
+            log = Path(f"{prefix}.failed.log")
             raise BuildError(
-                f"the OpenFOAM build ({target}) failed (see the lines above) -- "
-                f"fix the cause and rerun; log: {prefix}.failed.log"
+                f"the OpenFOAM build ({target}) failed (see the lines above) -- fix the cause "
+                f"and rerun" + (f"; full log: {log}" if log.exists() else "")
             )
     return prefix / "lib"
 

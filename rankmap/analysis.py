@@ -31,14 +31,25 @@ def cost_vector(
         raise InputError(f"cannot read the latency table {table}: {e.strerror}") from None
     for row in rows:
         if row.get("system") == system and str(row.get("size")) == str(size):
-            costs, last = [], 0.0
+            costs, last = [], None
             for level in LEVELS:
-                try:
-                    last = float(row[level]) if row.get(level) else last
-                except ValueError:
+                text = (row.get(level) or "").strip()
+                if text:
+                    try:
+                        last = float(text)
+                    except ValueError:
+                        last = float("nan")
+                    if not last > 0 or last == float("inf"):
+                        raise InputError(
+                            f"{table}: {level} of {system} at {size} is '{text}' -- a "
+                            f"round-trip time must be a positive number of microseconds"
+                        )
+                elif last is None:
                     raise InputError(
-                        f"{table}: {level} of {system} at {size} is '{row[level]}', not a number"
-                    ) from None
+                        f"{table}: {level} of {system} at {size} is empty -- the fastest "
+                        f"level needs a time (slower levels may be empty: they take the next "
+                        f"faster one's)"
+                    )
                 costs.append(last)
             return costs
     have = sorted({(r.get("system"), r.get("size")) for r in rows})

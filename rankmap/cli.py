@@ -203,3 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"rankmap: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # an output path that cannot be written
+        where = e.filename or getattr(args, "out", None) or getattr(args, "json", None)
+        print(
+            f"rankmap: cannot write {where} ({e.strerror}) -- give --out (or --json) a path "
+            f"in a folder you can write, not an existing file or folder of another kind",
+            file=sys.stderr,
+        )
+        return 2

@@ -167,27 +167,55 @@ def from_cell_dist(case: Path) -> CommGraph:
     mesh = case / "constant" / "polyMesh"
     label_list = case / "constant" / "cellDecomposition"
     field = case / "0" / "cellDist"
+    fix = "write it again with 'decomposePar -dry-run -cellDist'"
+    if label_list.is_file():
+        source = label_list
+    elif field.is_file():
+        source = field
+    else:
+        raise InputError(
+            f"{case}: no constant/cellDecomposition or 0/cellDist -- write one "
+            f"with 'decomposePar -dry-run -cellDist'"
+        )
+    reading = source
     try:
-        if label_list.is_file():
-            dist = np.asarray(FoamFile(label_list)[None], dtype=np.int64)
-        elif field.is_file():
-            dist = np.rint(np.asarray(FoamFieldFile(field).internal_field)).astype(np.int64)
+        if source == label_list:
+            raw = np.asarray(FoamFile(label_list)[None], dtype=float)
         else:
-            raise InputError(
-                f"{case}: no constant/cellDecomposition or 0/cellDist -- write one "
-                f"with 'decomposePar -dry-run -cellDist'"
-            )
-        owner = np.asarray(FoamFile(mesh / "owner")[None], dtype=np.int64)
-        neighbour = np.asarray(FoamFile(mesh / "neighbour")[None], dtype=np.int64)
-        patches = FoamFile(mesh / "boundary")[None]
+            raw = np.asarray(FoamFieldFile(field).internal_field, dtype=float)
+        reading = mesh / "owner"
+        owner = np.asarray(FoamFile(reading)[None], dtype=np.int64)
+        reading = mesh / "neighbour"
+        neighbour = np.asarray(FoamFile(reading)[None], dtype=np.int64)
+        reading = mesh / "boundary"
+        patches = FoamFile(reading)[None]
     except FileNotFoundError as e:
         raise InputError(
             f"{e.filename} is missing -- the case needs its mesh (constant/polyMesh)"
         ) from None
-    if dist.ndim != 1 or len(dist) <= owner.max():
+    except Exception as e:  # foamlib's parse errors: truncated, binary or not a list
+        what = "write the mesh again" if reading.parent == mesh else fix
+        raise InputError(
+            f"{reading}: cannot be read as an OpenFOAM list ({type(e).__name__}) -- {what}"
+        ) from None
+    if raw.ndim != 1 or raw.size == 0:
+        raise InputError(f"{source}: holds no per-cell processor numbers -- {fix}")
+    if not np.all(np.isfinite(raw)) or np.any(raw != np.rint(raw)):
+        raise InputError(f"{source}: holds values that are not whole processor numbers -- {fix}")
+    dist = raw.astype(np.int64)
+    if dist.min() < 0:
+        raise InputError(f"{source}: processor number {int(dist.min())} is negative -- {fix}")
+    cells = int(owner.max()) + 1 if owner.size else 0
+    if len(dist) != cells:
         raise InputError(
             f"{case}: the cell distribution has {dist.size} cells, the mesh "
-            f"{owner.max() + 1} -- write it again for this mesh"
+            f"{cells} -- write it again for this mesh"
+        )
+    empty = np.flatnonzero(np.bincount(dist) == 0)
+    if empty.size:
+        raise InputError(
+            f"{source}: processor(s) {_ranges(empty.tolist())} own no cells (of "
+            f"{int(dist.max()) + 1}) -- decompose again into fewer subdomains"
         )
     n = int(dist.max()) + 1
     internal = len(neighbour)

@@ -70,13 +70,29 @@ class Node:
         )
 
 
-def _cpuset(text: str | None) -> int:
+def _cpuset(text: str | None, source: str = "the topology") -> int:
     """hwloc's cpuset string as a bit mask: 32-bit groups, most significant first, where
     hwloc abbreviates a zero group to '' or '0x0' (e.g. '0xffffffff,0xffffffff,,0x0')."""
     mask = 0
     for group in (text or "").split(","):
-        mask = (mask << 32) | int(group.removeprefix("0x") or "0", 16)
+        try:
+            mask = (mask << 32) | int(group.removeprefix("0x") or "0", 16)
+        except ValueError:
+            raise InputError(
+                f"{source}: cpuset {text!r} is not an hwloc cpuset -- the file is damaged; "
+                f"write it again with 'lstopo-no-graphics --of xml FILE'"
+            ) from None
     return mask
+
+
+def _os_index(pu, source: str) -> int:
+    try:
+        return int(pu.get("os_index"))
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{source}: a PU has no valid os_index ({pu.get('os_index')!r}) -- the file is "
+            f"damaged; write it again with 'lstopo-no-graphics --of xml FILE'"
+        ) from None
 
 
 def from_xml(text: str, source: str) -> Node:
@@ -97,14 +113,15 @@ def from_xml(text: str, source: str) -> Node:
             f"with 'lstopo-no-graphics --of xml FILE'"
         )
     # A machine without Package or NUMANode objects is one domain / one NUMA node.
-    machine = _cpuset(root.find("object").get("cpuset")) if root.find("object") is not None else 0
-    package_sets = [_cpuset(p.get("cpuset")) for p in packages] or [machine]
-    numa_sets = [_cpuset(n.get("cpuset")) for n in numas] or [machine]
+    top = root.find("object")
+    machine = _cpuset(top.get("cpuset"), source) if top is not None else 0
+    package_sets = [_cpuset(p.get("cpuset"), source) for p in packages] or [machine]
+    numa_sets = [_cpuset(n.get("cpuset"), source) for n in numas] or [machine]
 
     domain, numa, pu_os = [], [], []
     for core in cores:
-        mask = _cpuset(core.get("cpuset"))
-        pus = [int(pu.get("os_index")) for pu in core.iter("object") if pu.get("type") == "PU"]
+        mask = _cpuset(core.get("cpuset"), source)
+        pus = [_os_index(pu, source) for pu in core.iter("object") if pu.get("type") == "PU"]
         if not mask or not pus:
             raise InputError(
                 f"{source}: core {core.get('os_index')} has no PU -- the file "
@@ -163,9 +180,10 @@ def from_synthetic(description: str) -> Node:
         text=True,
     )
     if done.returncode != 0:
+        why = " ".join(done.stderr.split()) or f"lstopo exited with {done.returncode}"
         raise InputError(
-            f"hwloc rejects the synthetic description '{description}': "
-            f"{done.stderr.strip()} -- e.g. 'pack:2 numa:8 core:8 pu:1'"
+            f"hwloc rejects the synthetic description '{description}': {why} -- "
+            f"e.g. 'pack:2 numa:8 core:8 pu:1'"
         )
     return from_xml(done.stdout, f"synthetic '{description}'")
 

@@ -10,6 +10,7 @@ Everything runs the real programs on this machine; nothing is mocked.
 """
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -95,3 +96,21 @@ def tool(name: str) -> str:
     if path is None:
         pytest.fail(f"{name} not found: run ./bench setup first")
     return path
+
+
+def run_tool(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """One of the project's commands (a module to run with this Python, then its arguments)."""
+    return subprocess.run(
+        [PYTHON, "-m", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def one_line(done: subprocess.CompletedProcess, status: int, pattern: str) -> str:
+    """A refused input: the exit status, no traceback, and the last line of stderr (the one
+    that names the problem and the fix) matching ``pattern``."""
+    text = done.stdout + done.stderr
+    assert "Traceback" not in text, text[-2000:]
+    assert done.returncode == status, (done.returncode, text[-2000:])
+    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+    assert re.search(pattern, last), last
+    return last

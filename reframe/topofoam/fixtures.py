@@ -13,6 +13,28 @@ from cases import CASES, CaseError, Prepared
 from topofoam.paths import REPO, SOURCES
 
 
+def require_a_site() -> None:
+    """Stop the loading of the checks, in one line, when ReFrame fell back to its built-in
+    'generic' system: no system of the configuration matches this machine's name (a site file
+    used off its cluster), or no configuration was given. Listing or running would find
+    nothing and exit 0, which reads as success."""
+    from reframe.core.runtime import runtime
+
+    try:
+        system = runtime().system
+    except Exception:  # imported outside a ReFrame run (tests, documentation)
+        return
+    if system.name == "generic":
+        sys.exit(
+            "topofoam: no system of the configuration matches this machine, so ReFrame chose "
+            "its 'generic' one and these checks would find nothing to run -- give the site "
+            "with -C site-configs/<site>.py and, off its cluster, --system <site>"
+        )
+
+
+require_a_site()
+
+
 class PreparedCase(rfm.RunOnlyRegressionTest):
     """A benchmark case of ``cases/`` at a size, meshed, renumbered and decomposed.
 

@@ -56,15 +56,23 @@ def main(argv: list[str] | None = None) -> int:
             f"'reframe ... -t p2p' first, and give the system folder of the perflogs",
             file=sys.stderr,
         )
-        return 1
-    with open(args.out, "w", newline="") as f:
-        f.write(
-            f"# Round-trip time in us by hardware level, measured by reframe/p2p.py "
-            f"({args.perflogs}); passed runs merged by topofoam.results.merge.\n"
+        return 2
+    try:
+        with open(args.out, "w", newline="") as f:
+            f.write(
+                f"# Round-trip time in us by hardware level, measured by reframe/p2p.py "
+                f"({args.perflogs}); passed runs merged by topofoam.results.merge.\n"
+            )
+            writer = csv.DictWriter(f, fieldnames=["system", "size", *LEVELS])
+            writer.writeheader()
+            writer.writerows(rows)
+    except OSError as e:
+        print(
+            f"p2p: cannot write {args.out} ({e.strerror}) -- give --out a path in a folder "
+            f"you can write",
+            file=sys.stderr,
         )
-        writer = csv.DictWriter(f, fieldnames=["system", "size", *LEVELS])
-        writer.writeheader()
-        writer.writerows(rows)
+        return 2
     print(
         f"p2p: wrote {args.out} ({len(rows)} rows: "
         f"{', '.join(sorted({r['system'] for r in rows}))})"

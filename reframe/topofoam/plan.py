@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,51 @@ def table(jobs: list[Job]) -> str:
     return "\n".join(lines)
 
 
+def _option(args: list[str], *names: str) -> str | None:
+    """The value of a reframe option given as '-C X', '--config-file X' or '--config-file=X'."""
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(f"{name}="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def site_system(config: str) -> str:
+    """The system a site configuration describes. Off the cluster ReFrame would pick its own
+    'generic' system instead (no login node name matches), and list nothing of the site:
+    the plan is for the site's system wherever it is made. Site files are declarative, so
+    loading one here does nothing else."""
+    path = Path(config)
+    if not path.is_file():
+        raise SystemExit(
+            f"plan: {config} does not exist -- give a site configuration, e.g. "
+            f"-C site-configs/vsc5.py"
+        )
+    try:
+        systems = runpy.run_path(str(path))["site_configuration"]["systems"]
+        return systems[0]["name"]
+    except SystemExit as e:
+        raise SystemExit(f"plan: {e}") from None
+    except Exception as e:  # a broken site file: say where, in one line
+        raise SystemExit(
+            f"plan: {config} does not load ({type(e).__name__}: {e}) -- fix the site configuration"
+        ) from None
+
+
+def known_tags(reframe_args: list[str], scratch: Path) -> str:
+    done = subprocess.run(
+        [_reframe(), "-c", str(CHECKS), "--list-tags", *reframe_args],
+        cwd=REPO,
+        env=dict(os.environ, TOPOFOAM_RESULTS=str(scratch)),
+        capture_output=True,
+        text=True,
+    )
+    found = re.search(r"^\[List of unique tags\]\n(.*)$", done.stdout, re.M)
+    return found.group(1).replace("'", "") if found else "(none found)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m topofoam.plan",
@@ -116,11 +162,30 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Every other option goes to reframe as it is (-C, -t, -n, -S, --system ...).",
     )
     _, rest = parser.parse_known_args(argv)
+    config = _option(rest, "-C", "--config-file")
+    if config is None:
+        print(
+            "plan: no site configuration -- give one with -C, e.g. -C site-configs/vsc5.py",
+            file=sys.stderr,
+        )
+        return 2
+    system = _option(rest, "--system")
+    if system is None:
+        system = site_system(config)
+        rest += ["--system", system]
     with tempfile.TemporaryDirectory(prefix="topofoam-plan-") as scratch:
         jobs = dry_run(rest, Path(scratch))
-    if not jobs:
-        print("plan: the selection makes no jobs")
-        return 0
+        if not jobs:
+            selection = [a for a in rest if a not in ("--system", system)]
+            base = ["-C", config, "--system", system]
+            print(
+                f"plan: the selection ({' '.join(selection)}) makes no jobs on {system} -- "
+                f"check its tags (-t) and names (-n); the checks' tags here: "
+                f"{known_tags(base, Path(scratch))}",
+                file=sys.stderr,
+            )
+            return 2
+    print(f"plan: {system}, from {config}")
     print(table(jobs))
     return 0
 

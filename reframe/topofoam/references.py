@@ -84,14 +84,26 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"references: left out: {note}", file=sys.stderr)
     if not walls:
-        print(f"references: no passed, measured sweep runs under {args.perflogs}", file=sys.stderr)
-        return 1
+        print(
+            f"references: no passed, measured sweep runs under {args.perflogs} -- run a "
+            f"baseline first, and give the system folder of the perflogs",
+            file=sys.stderr,
+        )
+        return 2
     data = references(walls, args.tolerance)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        f"# Written by python -m topofoam.references from {args.perflogs}\n"
-        + yaml.safe_dump(data, sort_keys=False)
-    )
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(
+            f"# Written by python -m topofoam.references from {args.perflogs}\n"
+            + yaml.safe_dump(data, sort_keys=False)
+        )
+    except OSError as e:
+        print(
+            f"references: cannot write {args.out} ({e.strerror}) -- give --out a path you "
+            f"can write",
+            file=sys.stderr,
+        )
+        return 2
     count = sum(len(s) for parts in walls.values() for s in parts.values())
     print(
         f"references: {count} settings of {len(walls)} check(s) in {args.out} "

@@ -85,16 +85,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists():
         try:
             tuning = json.loads(args.out.read_text())
-        except ValueError as e:
-            print(f"tuning: {args.out} is not JSON ({e}) -- remove it or fix it", file=sys.stderr)
+        except (OSError, ValueError) as e:
+            print(
+                f"tuning: {args.out} cannot be read as JSON ({e}) -- remove it or fix it",
+                file=sys.stderr,
+            )
+            return 2
+        if not isinstance(tuning, dict) or not all(isinstance(v, dict) for v in tuning.values()):
+            print(
+                f"tuning: {args.out} is not a tuning file (an object keyed by partition) -- "
+                f"remove it or give another --out",
+                file=sys.stderr,
+            )
             return 2
     said, notes = update(tuning, args.perflogs)
     for note in notes:
         print(f"tuning: left out: {note}", file=sys.stderr)
     if not said:
-        print(f"tuning: no passed intra1/intra2/inter1 runs under {args.perflogs}", file=sys.stderr)
-        return 1
-    args.out.write_text(json.dumps(tuning, indent=1, sort_keys=True) + "\n")
+        print(
+            f"tuning: no passed intra1/intra2/inter1 runs under {args.perflogs} -- run those "
+            f"stages first (reframe ... -t intra1), and give the system folder of the perflogs",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        args.out.write_text(json.dumps(tuning, indent=1, sort_keys=True) + "\n")
+    except OSError as e:
+        print(
+            f"tuning: cannot write {args.out} ({e.strerror}) -- give --out a path in a "
+            f"folder you can write",
+            file=sys.stderr,
+        )
+        return 2
     print("\n".join(said))
     print(f"tuning: wrote {args.out}")
     return 0

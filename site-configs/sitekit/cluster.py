@@ -9,8 +9,12 @@ ReFrame's ``site_configuration``; the checks read the sweep values from the part
 
 from __future__ import annotations
 
+import inspect
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from rankmap.topology import PRESETS
 from sitekit import common, presets
 from topofoam import paths
 
@@ -45,19 +49,49 @@ class Partition:
     max_jobs: int = 8
 
     def __post_init__(self):
-        for kind, names in (("ucx", self.ucx), ("ucx_inter", self.ucx_inter), ("coll", self.coll)):
-            table = {"ucx": presets.UCX, "ucx_inter": presets.UCX_INTER, "coll": presets.COLL}[kind]
-            unknown = [n for n in names if n not in table]
-            if unknown:
-                raise ValueError(
-                    f"partition {self.name}: unknown {kind} preset(s) "
-                    f"{unknown} -- choose from {sorted(table)} "
-                    f"(site-configs/sitekit/presets.py)"
-                )
+        where = f"partition {self.name}"
+        _whole(self.cores, f"{where}: cores", 1)
+        _whole(self.numa_nodes, f"{where}: numa_nodes", 1, self.cores)
+        cores = _preset_cores(self.topology, where)
+        if cores is not None and cores != self.cores:
+            _fail(
+                f"{where}: topology '{self.topology}' has {cores} cores, cores says "
+                f"{self.cores} -- make them agree"
+            )
         if not self.ppn:
             self.ppn = [self.cores]
+        _whole_list(self.ppn, f"{where}: ppn", 1, self.cores)
+        _whole_list(self.nodes, f"{where}: nodes", 1)
+        for kind, names in (("ucx", self.ucx), ("ucx_inter", self.ucx_inter), ("coll", self.coll)):
+            table = {"ucx": presets.UCX, "ucx_inter": presets.UCX_INTER, "coll": presets.COLL}[kind]
+            if not isinstance(names, list) or not names:
+                _fail(
+                    f"{where}: {kind} must be a non-empty list of preset names -- choose "
+                    f"from {sorted(table)} (site-configs/sitekit/presets.py)"
+                )
+            unknown = [n for n in names if n not in table]
+            if unknown:
+                _fail(
+                    f"{where}: unknown {kind} preset(s) {unknown} -- choose from "
+                    f"{sorted(table)} (site-configs/sitekit/presets.py)"
+                )
         if self.intra2_pairs is None:
             self.intra2_pairs = [(u, c) for u in self.ucx for c in self.coll]
+        for pair in self.intra2_pairs:
+            if len(pair) != 2 or pair[0] not in self.ucx or pair[1] not in self.coll:
+                _fail(
+                    f"{where}: intra2 pair {list(pair)} is not (one of ucx {self.ucx}, one "
+                    f"of coll {self.coll}) -- fix the pair or add the preset to the lists"
+                )
+        if self.mpi not in ("openmpi4", "openmpi5"):
+            _fail(
+                f"{where}: mpi '{self.mpi}' -- choose openmpi4 (mpirun -rf) or openmpi5 "
+                f"(--map-by rankfile:file=)"
+            )
+        if self.launcher not in ("srun", "mpirun"):
+            _fail(
+                f"{where}: launcher '{self.launcher}' cannot place ranks -- choose srun or mpirun"
+            )
 
     def extras(self, site: Site) -> dict:
         """What the checks read: topology and sweep values, price, launcher details."""
@@ -103,6 +137,57 @@ class Partition:
         }
 
 
+def _site_file() -> str:
+    """The site file being loaded (the first frame outside sitekit), for messages."""
+    for frame in inspect.stack():
+        if "sitekit" not in Path(frame.filename).parts and frame.filename.endswith(".py"):
+            return frame.filename
+    return "the site configuration"
+
+
+def _fail(message: str) -> None:
+    """A value ReFrame cannot use: one line naming the file and the fix, then stop."""
+    sys.exit(f"{_site_file()}: {message}")
+
+
+def _whole(value, what: str, low: int, high: int | None = None) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        span = f"{low}..{high}" if high is not None else f"{low} or more"
+        _fail(f"{what} is {value!r} -- give a whole number, {span}")
+
+
+def _whole_list(values, what: str, low: int, high: int | None = None) -> None:
+    if not isinstance(values, list) or not values:
+        _fail(f"{what} must be a non-empty list of whole numbers")
+    for value in values:
+        _whole(value, f"{what} holds a value that", low, high)
+
+
+def _preset_cores(topology: str, where: str) -> int | None:
+    """Cores of a rankmap preset (None for a synthetic description or an hwloc XML file,
+    which only rankmap reads: the site file starts no process)."""
+    if not isinstance(topology, str) or not topology:
+        _fail(
+            f"{where}: topology must name a rankmap preset, a synthetic description or an "
+            f"hwloc XML file"
+        )
+    if ":" in topology or topology.endswith(".xml"):
+        return None
+    if topology not in PRESETS:
+        _fail(
+            f"{where}: unknown topology '{topology}' -- choose a preset "
+            f"({', '.join(PRESETS)}), a synthetic description like 'pack:2 numa:4 core:9 "
+            f"pu:1' or an hwloc XML file"
+        )
+    counts = dict(part.split(":") for part in PRESETS[topology].split())
+    return int(counts.get("pack", 1)) * int(counts.get("numa", 1)) * int(counts.get("core", 1))
+
+
 @dataclass
 class Site:
     name: str
@@ -115,6 +200,21 @@ class Site:
     node_hour_price: float | None = None
     currency: str = ""
     modules_system: str = "nomod"
+
+    def __post_init__(self):
+        price = self.node_hour_price
+        if price is not None and (
+            isinstance(price, bool) or not isinstance(price, int | float) or price < 0
+        ):
+            _fail(
+                f"NODE_HOUR_PRICE is {price!r} -- give a number of {self.currency or 'money'} "
+                f"per node-hour, or None"
+            )
+        if price is not None and not self.currency:
+            _fail("NODE_HOUR_PRICE is set without a CURRENCY -- set CURRENCY, e.g. 'EUR'")
+        names = [p.name for p in self.partitions]
+        if len(set(names)) != len(names):
+            _fail(f"two partitions share a name: {names} -- give each its own")
 
 
 def spack_environment(

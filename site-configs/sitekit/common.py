@@ -2,6 +2,7 @@
 the report reads (one '|'-separated file per system/partition/check, every loggable
 parameter a column)."""
 
+import sys
 from pathlib import Path
 
 # Test attributes that say nothing about a run's result; left out of the perflog columns.
@@ -39,6 +40,11 @@ PERFLOG_NOISE = [
         "executable_opts",
     )
 ]
+
+
+def perflog_folder(argv: list[str] | None = None) -> str:
+    """'perflogs', or 'perflogs-dry-run' when ReFrame was started with --dry-run."""
+    return "perflogs-dry-run" if "--dry-run" in (sys.argv if argv is None else argv) else "perflogs"
 
 
 def sections(results: Path) -> dict:
@@ -85,7 +91,9 @@ def sections(results: Path) -> dict:
                         # report reads the sweep dimensions without knowing the checks.
                         "type": "filelog",
                         "prefix": "%(check_system)s/%(check_partition)s",
-                        "basedir": str(results / "perflogs"),
+                        # A --dry-run runs nothing: its rows go to a folder of their own
+                        # that no tool reads, never among the runs.
+                        "basedir": str(results / perflog_folder()),
                         "level": "info",
                         "format": (
                             "%(check_job_completion_time)s|reframe %(version)s|"

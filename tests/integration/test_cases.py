@@ -5,6 +5,7 @@ import dataclasses
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +112,48 @@ def test_prepared_cases_are_cached():
     assert other.path != first.path and len(other.processor_cells) == 3
 
 
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _remove(path: Path) -> None:
+    path.unlink()
+
+
+def _garble(path: Path) -> None:
+    path.write_text("{ not json")
+
+
+@pytest.mark.parametrize(
+    "rel, damage, why",
+    [
+        ("case.json", _remove, "no readable case.json"),
+        ("case.json", _garble, "no readable case.json"),
+        ("processor0/constant/polyMesh/faces", _truncate, "processor0/constant/polyMesh/faces has"),
+        (
+            "processor1/constant/polyMesh/owner",
+            _remove,
+            "processor1/constant/polyMesh/owner is missing",
+        ),
+        ("files.json", _remove, "no readable files.json"),
+    ],
+    ids=["no-case-json", "bad-case-json", "cut-mesh", "missing-mesh", "no-manifest"],
+)
+def test_a_damaged_cache_entry_is_prepared_again(tmp_path, rel, damage, why):
+    """A cached case that lost or cut a file is never handed to a run: it is prepared again,
+    saying why, and leaves no temporary folder behind."""
+    env = foam_env()
+    first = prepare(Request("cavity2D", "ci"), cache=tmp_path, env=env)
+    damage(first.path / rel)
+    said = []
+    again = prepare(Request("cavity2D", "ci"), cache=tmp_path, env=env, progress=said.append)
+    assert again.path == first.path
+    assert any(why in line and "preparing it again" in line for line in said), said
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+    assert prepare(Request("cavity2D", "ci"), cache=tmp_path, env=env).path == first.path
+
+
 def test_two_million_cells_meshed_and_decomposed_here():
     """Seed 001's 2D damBreak at its published 2,041,200 cells (a few minutes once; cached)."""
     prepared = prepare(Request("damBreak2D", "seed001", subdomains=2), env=foam_env())
@@ -196,16 +239,17 @@ def test_unwritable_cache_is_one_line(tmp_path):
     )
 
 
-def test_missing_motorbike_geometry(tmp_path):
-    env = dict(
-        foam_env(), FOAM_TUTORIALS=str(tmp_path / "none"), TOPOFOAM_CACHE=str(tmp_path / "cache")
-    )
+@pytest.mark.parametrize("setting", ["FOAM_TUTORIALS", "TOPOFOAM_TUTORIALS"])
+def test_missing_motorbike_geometry_names_the_setting_used(tmp_path, setting):
+    """Whichever variable named the tutorials is the one the error names and the fix
+    changes; TOPOFOAM_TUTORIALS wins over FOAM_TUTORIALS (never silently ignored)."""
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path / "cache"), FOAM_TUTORIALS="/usr")
+    env[setting] = str(tmp_path / "none")
     done = cases_cli("prepare", "motorbike", env=env)
     assert done.returncode == 2
-    assert done.stderr.splitlines()[-1] + "\n" == (
-        f"cases: meshing: {tmp_path}/none/resources/geometry/motorBike.obj.gz "
-        f"is missing -- install the OpenFOAM tutorials (Debian: "
-        f"openfoam-examples) or set FOAM_TUTORIALS\n"
+    assert done.stderr.splitlines()[-1] == (
+        f"cases: meshing: {tmp_path}/none/resources/geometry/motorBike.obj.gz is missing "
+        f"({setting}={tmp_path}/none) -- point {setting} at the OpenFOAM tutorials, or unset it"
     )
 
 

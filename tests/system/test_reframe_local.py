@@ -122,8 +122,9 @@ def test_missing_geometry_fails_its_case_clearly(tmp_path):
     )
     stderr = next(tmp_path.glob("reframe/stage/local/cpu/*/PreparedCase_*/rfm_job.err"))
     assert stderr.read_text().splitlines()[-1] == (
-        f"cases: meshing: {tmp_path}/no/resources/geometry/motorBike.obj.gz is missing -- "
-        f"install the OpenFOAM tutorials (Debian: openfoam-examples) or set FOAM_TUTORIALS"
+        f"cases: meshing: {tmp_path}/no/resources/geometry/motorBike.obj.gz is missing "
+        f"(TOPOFOAM_TUTORIALS={tmp_path}/no) -- point TOPOFOAM_TUTORIALS at the OpenFOAM "
+        f"tutorials, or unset it"
     )
     assert "local:cpu: 0/2 test cases passed" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr

@@ -31,6 +31,10 @@ def pct(x) -> str:
     return "–" if x is None else f"{x:+.1f}"
 
 
+class NoRuns(RuntimeError):
+    """--since leaves no run to report; the message names the fix."""
+
+
 @dataclass
 class Report:
     system: str
@@ -584,10 +588,17 @@ def build(
     since: str = "",
 ) -> Report:
     out = out or results / "report" / system
-    out.mkdir(parents=True, exist_ok=True)
-    b = Builder(results, system, out, images, say)
     say(f"report: collecting {system} runs under {results}")
     coll = collect(results, system, since)
+    if since and not coll.rows:
+        # Nothing to report: an existing report stays as it is.
+        raise NoRuns(
+            f"no runs of {system} ended at or after {since} under {results} -- give an "
+            f"earlier --since (the perflogs' times are the machine's local time), or leave it "
+            f"out; {out} was left as it was"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    b = Builder(results, system, out, images, say)
     b.notes += coll.notes
     table = coll.write_csv(out / "runs.csv")
     groups = group(coll.rows, set(coll.perf))

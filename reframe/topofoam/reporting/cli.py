@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from topofoam import paths
-from topofoam.reporting.build import build
+from topofoam.reporting.build import NoRuns, build
 from topofoam.reporting.collect import systems
 
 
@@ -87,7 +87,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     for name in names:
-        report = build(args.results, name, args.out, images=not args.no_images, since=args.since)
+        try:
+            report = build(
+                args.results, name, args.out, images=not args.no_images, since=args.since
+            )
+        except NoRuns as e:
+            print(f"report: {e}", file=sys.stderr)
+            return 2
         print(f"report: {report.markdown}")
         print(f"report: {report.html}")
         print(f"report: runs table {report.table}")

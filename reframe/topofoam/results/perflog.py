@@ -10,8 +10,9 @@ What is not a run is never a row, and is said in ``notes``:
   - a line with another number of fields than the header (cut by a crash, edited by hand,
     or another format);
   - the header line repeated inside the file (logs concatenated);
-  - a row that claims to have passed but holds no performance value (a ``--dry-run``
-    writes such rows: nothing ran).
+  - a performance check's row that claims to have passed but holds no value (a
+    ``--dry-run`` writes such rows: nothing ran; the suite's site files send them to
+    ``perflogs-dry-run/`` in the first place).
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
             f"(not a perflog of this suite)"
         )
         return
+    # A performance check's file has value columns; a passed row of it without any value is
+    # not a measurement. (Fixtures and builds log rows without values: those are kept.)
+    performance = any(key.endswith("_value") for key in header)
     cut = repeated = empty = 0
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -119,7 +123,7 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
                 out.units.setdefault(key[:-6], "")
                 continue
             row[key] = _typed(key, value)
-        if row.get("result") == "pass" and not measured:
+        if row.get("result") == "pass" and not measured and performance:
             empty += 1
             continue
         out.rows.append(row)

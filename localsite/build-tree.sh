@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Build an OpenFOAM release from its full source tree, with a patch series, for the local site.
+#
+# Usage: build-tree.sh ARCHIVE TOP PREFIX SERIES "SETTINGS" APPLICATION...
+#
+#   ARCHIVE      the release's source archive (.tar.gz) whose top folder is TOP
+#   PREFIX       the build folder (localsite/flavours.py keys it by its inputs)
+#   SERIES       folder of *.patch files, applied in name order with git apply
+#   SETTINGS     etc/bashrc parameters, e.g. "WM_MPLIB=SYSTEMOPENMPI SCOTCH_TYPE=system"
+#   APPLICATION  folders (relative to the tree) built after src/, in order; a folder under
+#                applications/modules builds lib<name>.so, any other builds bin/<name>
+#
+# Resumable: each step is recorded in PREFIX (.extracted, .applied) and wmake is incremental,
+# so a second call after an interruption continues where the first stopped. PREFIX/.complete
+# marks a finished build, PREFIX/env.json the environment its tools run with, PREFIX/build.log
+# the whole log. Progress goes to the terminal: each step, and every minute the libraries and
+# objects done of about how many, the elapsed time and an estimate of the rest.
+set -euo pipefail
+
+die() { echo "build-tree: $*" >&2; exit 1; }
+
+[ $# -ge 5 ] || die "usage: build-tree.sh ARCHIVE TOP PREFIX SERIES \"SETTINGS\" APPLICATION..."
+archive=$1 top=$2 prefix=$3 series=$4 settings=$5
+shift 5
+apps=("$@")
+[ -f "$archive" ] || die "no source archive $archive -- set TOPOFOAM_SOURCES to its folder"
+[ -d "$series" ] || die "no patch series $series -- restore it from git"
+
+mkdir -p "$prefix"
+tree=$prefix/$top
+log=$prefix/build.log
+started=$SECONDS
+elapsed() { local t=$((SECONDS - started)); printf '%d min %02d s' $((t / 60)) $((t % 60)); }
+say() { echo "build-tree: $* ($(elapsed))" >&2; }
+
+# 1. The tree, extracted once (an interrupted extraction starts that step again).
+if [ ! -f "$prefix/.extracted" ]; then
+    say "extracting $(basename "$archive")"
+    rm -rf "$tree"
+    tar -xzf "$archive" -C "$prefix"
+    [ -f "$tree/etc/bashrc" ] || die "$archive has no $top/etc/bashrc -- is it the right release?"
+    touch "$prefix/.extracted"
+fi
+
+# 2. The series, each patch once; a patch found already applied (interrupted between applying
+#    and recording it) is recorded.
+touch "$prefix/.applied"
+for patch in "$series"/*.patch; do
+    name=$(basename "$patch")
+    grep -qxF "$name" "$prefix/.applied" && continue
+    if (cd "$tree" && git apply --check "$patch" 2>/dev/null); then
+        (cd "$tree" && git apply "$patch") || die "$name does not apply to $top"
+    elif ! (cd "$tree" && git apply --reverse --check "$patch" 2>/dev/null); then
+        die "$name does not apply to $top -- refresh it for this release"
+    fi
+    echo "$name" >> "$prefix/.applied"
+    say "applied $name"
+done
+
+# 3. Progress every minute, from what the build has written so far.
+count_sources() { cat "$@" 2>/dev/null | grep -cE '\.[cCL]$' || true; }
+mapfile -t lib_files < <(cd "$tree" && grep -lE '^LIB *=' src/*/Make/files src/*/*/Make/files \
+                              src/*/*/*/Make/files src/*/*/*/*/Make/files 2>/dev/null || true)
+total_libs=$(( ${#lib_files[@]} ))
+total_objs=$(cd "$tree" && count_sources src/*/Make/files src/*/*/Make/files \
+                              src/*/*/*/Make/files src/*/*/*/*/Make/files)
+for app in "${apps[@]}"; do
+    total_objs=$((total_objs + $(cd "$tree" && count_sources "$app/Make/files")))
+    case "$app" in applications/modules/*) total_libs=$((total_libs + 1));; esac
+done
+(
+    while sleep 60; do
+        libs=$(find "$tree/platforms" -name '*.so' 2>/dev/null | wc -l)
+        objs=$(find "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)
+        t=$((SECONDS - started))
+        rest=""
+        [ "$objs" -gt 0 ] && [ "$objs" -lt "$total_objs" ] \
+            && rest=", about $(( (t * (total_objs - objs) / objs + 59) / 60 )) min to go"
+        echo "build-tree: $libs of about $total_libs libraries, $objs of about $total_objs" \
+             "objects, $(elapsed)$rest" >&2
+    done
+) 2>/dev/null &
+ticker=$!
+trap 'pkill -P $ticker 2>/dev/null; kill $ticker 2>/dev/null' EXIT
+
+# 4. wmake, src/, the applications: incremental, so a rerun continues.
+set +eu
+env -0 > "$prefix/.env.before"
+# shellcheck disable=SC1091,SC2086
+. "$tree/etc/bashrc" $settings WM_NCOMPPROCS="$(nproc)" >> "$log" 2>&1
+env -0 > "$prefix/.env.after"
+set -eu
+[ "${WM_PROJECT_DIR:-}" = "$tree" ] || die "sourcing $tree/etc/bashrc did not set WM_PROJECT_DIR -- see $log"
+
+cd "$tree"
+say "wmake tools"
+wmake/src/Allmake >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
+say "libraries (src/Allwmake; most of the build)"
+src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true   # checked below, product by product
+for app in "${apps[@]}"; do
+    say "$app"
+    wmake -j "$(nproc)" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
+done
+
+# 5. Everything the suite uses is there, or the build names what is missing.
+missing=()
+for lib in OpenFOAM finiteVolume meshTools scotchDecomp decompositionMethods parallel renumberMethods \
+           snappyHexMesh incompressibleMomentumTransportModels twoPhaseMixture; do
+    [ -f "$FOAM_LIBBIN/lib$lib.so" ] || missing+=("lib$lib.so")
+done
+[ -f "$FOAM_LIBBIN/$FOAM_MPI/libPstream.so" ] || missing+=("$FOAM_MPI/libPstream.so")
+for app in "${apps[@]}"; do
+    name=$(basename "$app")
+    case "$app" in
+        applications/modules/*) [ -f "$FOAM_LIBBIN/lib$name.so" ] || missing+=("lib$name.so");;
+        *) [ -x "$FOAM_APPBIN/$name" ] || missing+=("bin/$name");;
+    esac
+done
+[ ${#missing[@]} -eq 0 ] || die "the build finished without ${missing[*]} -- see $log (rerun to continue)"
+
+# The environment the tools run with: what etc/bashrc set or changed.
+python3 - "$prefix/.env.before" "$prefix/.env.after" > "$prefix/env.json" <<'EOF'
+import json, sys
+def read(path):
+    items = open(path, "rb").read().split(b"\0")
+    return dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
+before, after = read(sys.argv[1]), read(sys.argv[2])
+print(json.dumps({k: v for k, v in after.items() if before.get(k) != v}, indent=1, sort_keys=True))
+EOF
+touch "$prefix/.complete"
+say "done: $prefix"

@@ -1,0 +1,196 @@
+"""OpenFOAM flavours built here from a full source tree with the project's series:
+OpenFOAM Foundation 12 (VSC-5 and LEC hpc2 run it) for now.
+
+    ./bench build org12          # or: python -m localsite.flavours org12
+
+A build lives in ``<cache>/openfoam/<flavour>-<key>/``, keyed by the source archive's
+checksum, the series' contents and ``BUILD_VERSION``. It is resumable: the tree is extracted
+and patched once (each step recorded), and wmake is incremental, so an interrupted build
+continues where it stopped; ``.complete`` marks a finished one, and ``env.json`` beside it is
+the environment its tools run with (what its etc/bashrc sets). Debian's Open MPI, SCOTCH and
+the system compiler; only the libraries and applications the suite uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from localsite import sources
+from topofoam import paths
+
+#: Version of what build-tree.sh produces: part of every full build's cache key.
+BUILD_VERSION = "1"
+BUILD_SCRIPT = Path(__file__).with_name("build-tree.sh")
+
+
+@dataclass(frozen=True)
+class Flavour:
+    name: str  # ./bench build <name>
+    title: str
+    archive: sources.Archive
+    top: str  # the archive's top folder
+    series: str  # folder of patches/
+    #: etc/bashrc settings (its command-line parameters)
+    settings: tuple[str, ...]
+    #: built after src/, in this order
+    applications: tuple[str, ...]
+    #: a rough figure for the first build on 2 cores, said before it starts
+    estimate: str
+
+
+ORG12 = Flavour(
+    name="org12",
+    title="OpenFOAM-12 (Foundation)",
+    archive=sources.Archive(
+        name="OpenFOAM-12.tar.gz",
+        mirror_path="openfoam-org/openfoam-org-12.tar.gz",
+        url="https://github.com/OpenFOAM/OpenFOAM-12/archive/version-12.tar.gz",
+        sha256="e59fad54c62e64f1bb89dbaebe5f99a76dc0a6a91d9aad86042a7c4cef6d0744",
+    ),
+    top="OpenFOAM-12",
+    series="org-12",
+    settings=(
+        "WM_MPLIB=SYSTEMOPENMPI",
+        "SCOTCH_TYPE=system",
+        "ZOLTAN_TYPE=none",
+        "METIS_TYPE=none",
+        "PARMETIS_TYPE=none",
+    ),
+    applications=(
+        "applications/modules/movingMesh",
+        "applications/modules/functions",
+        "applications/modules/fluidSolver",
+        "applications/modules/incompressibleFluid",
+        "applications/modules/VoFSolver",
+        "applications/modules/twoPhaseSolver",
+        "applications/modules/twoPhaseVoFSolver",
+        "applications/modules/incompressibleVoF",
+        "applications/solvers/foamRun",
+        "applications/legacy/incompressible/icoFoam",
+        "applications/legacy/basic/laplacianFoam",
+        "applications/utilities/mesh/generation/blockMesh",
+        "applications/utilities/mesh/generation/snappyHexMesh",
+        "applications/utilities/surface/surfaceFeatures",
+        "applications/utilities/parallelProcessing/decomposePar",
+        "applications/utilities/parallelProcessing/reconstructPar",
+        "applications/utilities/mesh/manipulation/renumberMesh",
+        "applications/utilities/mesh/manipulation/checkMesh",
+        "applications/utilities/mesh/manipulation/mirrorMesh",
+        "applications/utilities/preProcessing/setFields",
+        "applications/utilities/miscellaneous/foamDictionary",
+    ),
+    estimate="about 1.5 h on 2 cores",
+)
+
+FLAVOURS = {f.name: f for f in (ORG12,)}
+
+
+class BuildError(RuntimeError):
+    """The build cannot run or failed; the message names the fix."""
+
+
+def get(name: str) -> Flavour:
+    try:
+        return FLAVOURS[name]
+    except KeyError:
+        raise BuildError(f"unknown flavour '{name}' -- choose from {', '.join(FLAVOURS)}") from None
+
+
+def series_dir(flavour: Flavour) -> Path:
+    return paths.PATCHES / flavour.series
+
+
+def prefix(flavour: Flavour, archive: Path | None = None) -> Path:
+    """The build folder for the current inputs (built or not)."""
+    archive = archive or sources.find(flavour.archive)
+    digest = hashlib.sha256(
+        f"{flavour.name}\0{BUILD_VERSION}\0{sources.checksum(archive)}\0".encode()
+    )
+    digest.update("\0".join(flavour.settings + flavour.applications).encode())
+    series = series_dir(flavour)
+    if not series.is_dir():
+        raise BuildError(f"the patch series {series} is missing -- restore it from git")
+    for patch in sorted(series.glob("*.patch")):
+        digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
+    return paths.cache_dir() / "openfoam" / f"{flavour.name}-{digest.hexdigest()[:16]}"
+
+
+def is_built(flavour: Flavour) -> bool:
+    try:
+        return (prefix(flavour) / ".complete").exists()
+    except (sources.SourceError, BuildError):
+        return False
+
+
+def ensure_built(flavour: Flavour) -> Path:
+    """Build ``flavour`` unless the cache has it (continuing an interrupted build); returns
+    the build folder."""
+    try:
+        archive = sources.find(flavour.archive)
+    except sources.SourceError as e:
+        raise BuildError(str(e)) from None
+    where = prefix(flavour, archive)
+    if (where / ".complete").exists():
+        return where
+    resuming = where.exists()
+    print(
+        f"build: {flavour.title} with patches/{flavour.series} into {where} "
+        + ("(continuing an interrupted build)" if resuming else f"({flavour.estimate}; once)"),
+        file=sys.stderr,
+        flush=True,
+    )
+    cmd = [
+        "bash",
+        str(BUILD_SCRIPT),
+        str(archive),
+        flavour.top,
+        str(where),
+        str(series_dir(flavour)),
+        " ".join(flavour.settings),
+        *flavour.applications,
+    ]
+    if subprocess.run(cmd).returncode != 0:
+        raise BuildError(
+            f"the {flavour.title} build failed (see the lines above; log {where}/build.log) "
+            f"-- fix the cause and rerun './bench build {flavour.name}': it continues"
+        )
+    return where
+
+
+def run_env(flavour: Flavour, base: dict | None = None) -> dict:
+    """The environment the built flavour's tools run with."""
+    where = prefix(flavour)
+    try:
+        recorded = json.loads((where / "env.json").read_text())
+    except (OSError, ValueError):
+        raise BuildError(
+            f"{flavour.title} is not built -- run './bench build {flavour.name}'"
+        ) from None
+    import os
+
+    env = dict(os.environ if base is None else base)
+    env.update(recorded)
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m localsite.flavours NAME: build if missing, print the build folder."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(f"usage: python -m localsite.flavours {{{','.join(FLAVOURS)}}}", file=sys.stderr)
+        return 2
+    try:
+        print(ensure_built(get(args[0])))
+    except BuildError as e:
+        print(f"build: {e}", file=sys.stderr)
+        return 2 if "unknown flavour" in str(e) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

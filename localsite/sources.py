@@ -1,0 +1,93 @@
+"""OpenFOAM source archives, from the folder a site uses as its source mirror.
+
+``TOPOFOAM_SOURCES`` names one folder. An archive is found there under its release name
+(``OpenFOAM-12.tar.gz``, as upstream and the offline kit call it) or in the layout of a Spack
+source mirror (``openfoam-org/openfoam-org-12.tar.gz``), so an air-gapped site points the
+setting at its existing Spack mirror. Without it, on a machine with internet, the archive is
+downloaded once from the upstream address Spack's package uses, checked against Spack's
+checksum, and kept in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from topofoam import paths
+
+
+class SourceError(RuntimeError):
+    """No usable source archive; the message says what is missing and how to provide it."""
+
+
+@dataclass(frozen=True)
+class Archive:
+    """One release's source archive and where it may come from."""
+
+    name: str  # what upstream and the offline kit call it: OpenFOAM-12.tar.gz
+    mirror_path: str  # in a Spack source mirror: openfoam-org/openfoam-org-12.tar.gz
+    url: str  # upstream, as Spack's package builds it
+    sha256: str  # of the upstream archive (Spack's); a mirror's own copy may be repacked
+
+
+def sources_dir() -> Path | None:
+    value = os.environ.get("TOPOFOAM_SOURCES")
+    return Path(value) if value else None
+
+
+def find(archive: Archive) -> Path:
+    """The archive's path: from TOPOFOAM_SOURCES, else the cache, else downloaded."""
+    folder = sources_dir()
+    if folder is not None:
+        for candidate in (folder / archive.name, folder / archive.mirror_path):
+            if candidate.is_file():
+                return candidate
+        # A site that names its mirror means it: no download behind its back.
+        raise SourceError(
+            f"{archive.name} is not in TOPOFOAM_SOURCES={folder} (nor "
+            f"{archive.mirror_path} there) -- put the archive there, or unset "
+            f"TOPOFOAM_SOURCES to download it from {archive.url}"
+        )
+    cached = paths.cache_dir() / "sources" / archive.name
+    if cached.is_file():
+        return cached
+    where = "TOPOFOAM_SOURCES (not set)"
+    try:
+        return _download(archive, cached)
+    except OSError as e:
+        raise SourceError(
+            f"{archive.name} is not in {where} and {archive.url} cannot be fetched "
+            f"({getattr(e, 'reason', None) or e}) -- put {archive.name} (or the Spack mirror "
+            f"path {archive.mirror_path}) in a folder and set TOPOFOAM_SOURCES to it"
+        ) from None
+
+
+def _download(archive: Archive, dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_suffix(dest.suffix + ".part")
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(archive.url, timeout=30) as response, open(part, "wb") as out:
+        while chunk := response.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != archive.sha256:
+        part.unlink()
+        raise SourceError(
+            f"{archive.url} does not have Spack's checksum {archive.sha256} -- the download "
+            f"is damaged or the release was changed; fetch it by hand and set "
+            f"TOPOFOAM_SOURCES to its folder"
+        )
+    shutil.move(part, dest)
+    return dest
+
+
+def checksum(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

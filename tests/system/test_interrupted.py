@@ -1,0 +1,123 @@
+"""A run killed with SIGKILL leaves its job scripts, mpirun and solver ranks computing; the
+next ./bench run stops them before it times anything, and refuses to share the folder with
+a run that is still going on."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYTHON, REPO, bench_cli, free_port
+from localsite import strays
+
+SOLVERS = {"mpirun", "simpleFoam", "icoFoam", "interFoam", "laplacianFoam", "orted"}
+
+
+def start_run(env):
+    return subprocess.Popen(
+        [PYTHON, "-m", "localsite.cli", "run", "--partition", "cpu", "--tag", "fast"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def wait_for_solvers(stage, timeout=600):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = [s for s in strays.find(stage) if s.name in SOLVERS]
+        if running:
+            return running
+        time.sleep(0.5)
+    pytest.fail(f"no solver started under {stage} within {timeout} s")
+
+
+@pytest.fixture
+def env(tmp_path):
+    return dict(
+        os.environ,
+        TOPOFOAM_RESULTS=str(tmp_path / "results"),
+        TOPOFOAM_RUN=str(tmp_path / "run"),
+        TOPOFOAM_SLURMCTLD_PORT=str(free_port()),
+        TOPOFOAM_SLURMD_PORT=str(free_port()),
+    )
+
+
+def test_a_killed_runs_solvers_are_stopped_before_the_next_run_times(env, tmp_path):
+    stage = tmp_path / "results" / "reframe" / "stage"
+    first = start_run(env)
+    try:
+        wait_for_solvers(stage)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # ./bench and ReFrame; the job runs on
+        first.wait()
+    time.sleep(1)
+    left = strays.find(stage)
+    assert {s.name for s in left} & SOLVERS, "the kill left no solver behind to test with"
+
+    done = bench_cli("run", "--partition", "cpu", "--tag", "fast", env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    said = [line for line in done.stdout.splitlines() if "earlier, killed run" in line]
+    assert len(said) == 1 and said[0].startswith("bench: stopped "), done.stdout[:2000]
+    assert said[0].endswith("before timing anything")
+    # nothing of the first run is computing any more (the second run's own are done too)
+    assert [s for s in strays.find(stage) if s.pid in {p.pid for p in left}] == []
+
+
+def test_a_run_still_going_on_is_not_killed_but_named(env, tmp_path):
+    stage = tmp_path / "results" / "reframe" / "stage"
+    first = start_run(env)
+    try:
+        wait_for_solvers(stage)
+        done = bench_cli("run", "--partition", "cpu", "--tag", "fast", env=env)
+        assert done.returncode == 2
+        assert done.stderr.startswith(
+            f"bench: another run of the suite is going on in {tmp_path / 'results'} (ReFrame, pid "
+        )
+        assert first.poll() is None  # untouched
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        strays.stop(strays.find(stage))
+
+
+def passed_case_runs(results):
+    path = results / "perflogs" / "local" / "cpu" / "CaseRun.log"
+    if not path.exists():
+        return 0
+    return sum("|pass|" in line for line in path.read_text().splitlines()[1:])
+
+
+def test_resume_reruns_what_did_not_pass_and_never_claims_what_did_not_run(env, tmp_path):
+    """A run killed after some cases passed: --resume reruns only the others (the ones that
+    never ran included), reports all of them, and a second --resume has nothing left."""
+    results = tmp_path / "results"
+    first = start_run(env)
+    try:
+        deadline = time.monotonic() + 600
+        while passed_case_runs(results) < 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert passed_case_runs(results) >= 2, "no case passed before the kill"
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    before = passed_case_runs(results)
+    assert before < 8, "every case passed before the kill: nothing to resume"
+
+    done = bench_cli("run", "--resume", env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    said = next(line for line in done.stdout.splitlines() if "--resume" in line)
+    passed = int(said.split(": ")[2].split()[0])
+    assert passed == before
+    # exactly the cases that had not passed ran now (each with its preparation), and passed
+    rerun = 2 * (8 - before)
+    assert f"  local:cpu: {rerun}/{rerun} test cases passed" in done.stdout, done.stdout[-2000:]
+    assert passed_case_runs(results) == 8
+
+    again = bench_cli("run", "--resume", env=env)
+    assert again.returncode == 0, again.stdout[-2000:]
+    assert "local:cpu: nothing left to rerun: what it selects passed before" in again.stdout
