@@ -147,14 +147,20 @@ def prepare(
             shutil.rmtree(stale, ignore_errors=True)
         try:
             _build(case, resolved, request, work, env, progress or (lambda msg: None))
+            _write_manifest(work)
         except CaseError:
             if work.exists():
                 work.rename(failed)
             raise
+        except OSError as e:  # a full disk, a quota, a cache that went away
+            shutil.rmtree(work, ignore_errors=True)
+            raise CaseError(
+                f"writing the prepared case into {cache} failed ({e.strerror or e}) -- free "
+                f"space there or point TOPOFOAM_CACHE at a larger file system"
+            ) from None
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
-        _write_manifest(work)
         work.rename(final)
         return Prepared.load(final)
 

@@ -29,6 +29,8 @@ apps=("$@")
 mkdir -p "$prefix"
 tree=$prefix/$top
 log=$prefix/build.log
+# Progress goes to the terminal on fd 3 while the build writes its log.
+exec 3>&2
 started=$SECONDS
 elapsed() { local t=$((SECONDS - started)); printf '%d min %02d s' $((t / 60)) $((t % 60)); }
 say() { echo "build-tree: $* ($(elapsed))" >&2; }
@@ -77,7 +79,7 @@ done
         [ "$objs" -gt 0 ] && [ "$objs" -lt "$total_objs" ] \
             && rest=", about $(( (t * (total_objs - objs) / objs + 59) / 60 )) min to go"
         echo "build-tree: $libs of about $total_libs libraries, $objs of about $total_objs" \
-             "objects, $(elapsed)$rest" >&2
+             "objects, $(elapsed)$rest" >&3
     done
 ) 2>/dev/null &
 ticker=$!
@@ -94,7 +96,7 @@ set -eu
 
 cd "$tree"
 say "wmake tools"
-wmake/src/Allmake >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
+(cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
 say "libraries (src/Allwmake; most of the build)"
 src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true   # checked below, product by product
 for app in "${apps[@]}"; do

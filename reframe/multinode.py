@@ -75,7 +75,7 @@ class MultiNodeRun(PlacedRun):
             self.add_prerun("place", 'scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.alloc')
         else:
             self.rankmap_commands(self.topology, self.nodes)
-            self.use_schedule(
+            self.schedule_from(
                 "map/reductionSchedule"
                 if self.variant == "local+global"
                 else "map/reductionSchedule.block"

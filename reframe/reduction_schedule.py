@@ -45,7 +45,7 @@ class ReductionScheduleRun(PlacedRun):
                 f"{sys.executable} -m rankmap schedule . --topology local --nodes 1 "
                 f"--placement block --out reductionSchedule",
             )
-            self.use_schedule("reductionSchedule")
+            self.schedule_from("reductionSchedule")
             self.forward_to_ranks("FOAM_REDUCTION_SCHEDULE")
         if self.variant == "global+sums":
             self.executable_opts += ["-opt-switch", "reductionScheduleSums=1"]

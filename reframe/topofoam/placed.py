@@ -39,7 +39,7 @@ class PlacedRun(PreparedCaseRun):
                 + '"'
             )
 
-    def use_schedule(self, path: str) -> None:
+    def schedule_from(self, path: str) -> None:
         """Run with the reduction schedule at ``path`` (relative to the stage folder)."""
         self.env_vars["FOAM_REDUCTION_SCHEDULE"] = f"$PWD/{path}"
 

@@ -36,7 +36,6 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     #: phase (``add_prerun``); ``assemble_prerun`` writes them out last, so the order of the
     #: script never depends on the order the hooks ran in.
     PRERUN_PHASES = ("stage_in", "prepare", "place", "probe", "start")
-    prerun_steps = variable(dict, value={})
 
     @run_after("setup")
     def log_site_price(self):
@@ -69,11 +68,11 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
         """Commands for ``phase`` of the job script (see PRERUN_PHASES)."""
         if phase not in self.PRERUN_PHASES:
             raise ValueError(f"unknown prerun phase {phase!r}: {self.PRERUN_PHASES}")
-        self.prerun_steps.setdefault(phase, []).extend(commands)
-
-    @run_after("init")
-    def fresh_prerun_steps(self):
-        self.prerun_steps = {}
+        # A plain attribute, not a ReFrame variable: variables land in the perflog, and these
+        # commands hold '|', the perflog's separator.
+        if not hasattr(self, "_prerun_steps"):
+            self._prerun_steps: dict[str, list[str]] = {}
+        self._prerun_steps.setdefault(phase, []).extend(commands)
 
     @run_before("run")
     def copy_prepared_case(self):
@@ -82,7 +81,9 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     @run_before("run", always_last=True)
     def assemble_prerun(self):
         self.prerun_cmds = [
-            c for phase in self.PRERUN_PHASES for c in self.prerun_steps.get(phase, [])
+            c
+            for phase in self.PRERUN_PHASES
+            for c in getattr(self, "_prerun_steps", {}).get(phase, [])
         ] + list(self.prerun_cmds)
 
     @sanity_function

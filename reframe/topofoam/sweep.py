@@ -186,7 +186,7 @@ class SweepRun(PlacedRun):
         environ = self.current_environ.extras
         self.openfoam_build = environ.get("spack_spec") or environ.get("build_id") or "stock"
         if self.variant in SCHEDULE_VARIANTS:
-            self.use_schedule("map/reductionSchedule")
+            self.schedule_from("map/reductionSchedule")
             forward.append("FOAM_REDUCTION_SCHEDULE")
         self.forward_to_ranks(*forward)
         self.setting = "/".join(

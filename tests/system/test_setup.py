@@ -3,7 +3,7 @@
 import subprocess
 import time
 
-from conftest import REPO, needs_root
+from conftest import PYTHON, REPO, foam_env, needs_root
 
 SETUP = REPO / "localsite" / "setup.sh"
 
@@ -78,3 +78,25 @@ def test_no_space_for_the_cache(tmp_path):
     assert done.returncode == 1
     assert f"free on {cache}" in done.stderr
     assert "free at least" in done.stderr
+
+
+@needs_root
+def test_a_full_case_cache_is_one_line(tmp_path):
+    """Preparing a case onto a full file system (a 40 KiB tmpfs in a private mount namespace):
+    one line naming the cache and the fix, no traceback, nothing half-written left."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    env = foam_env()
+    done = in_private_mounts(
+        f"mount -t tmpfs -o size=40k tmpfs {cache} && TOPOFOAM_CACHE={cache} "
+        f"{PYTHON} -m cases prepare cavity2D; echo exit=$?; ls -A {cache}/cases",
+        env=env,
+        cwd=REPO,
+    )
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "exit=2" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"cases: writing the prepared case into {cache}/cases failed (No space left on device) "
+        f"-- free space there or point TOPOFOAM_CACHE at a larger file system"
+    )
+    assert not any(name.endswith(".tmp") for name in done.stdout.split())
