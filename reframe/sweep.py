@@ -23,8 +23,7 @@ The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published siz
 from reframe.core.builtins import fixture, parameter
 
 import reframe as rfm
-from sitekit import presets
-from topofoam import sweep
+from topofoam import presets, sweep
 from topofoam.fixtures import PatchedOpenFOAMBuild
 from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 

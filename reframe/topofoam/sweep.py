@@ -26,8 +26,7 @@ from reframe.core.builtins import (
 from reframe.core.runtime import runtime
 
 from cases import Prepared
-from sitekit import presets
-from topofoam import fields, paths, sweepspace
+from topofoam import fields, paths, presets, sweepspace
 from topofoam.fixtures import PreparedCase
 from topofoam.placed import PlacedRun
 from topofoam.results.stages import format_defaults

@@ -4,7 +4,7 @@ no files but the tuning file, so it is unit-tested on made-up partitions.
 A partition that takes part in sweeps carries its values in its extras (site-configs/sitekit
 cluster.py, local.py): ``topology`` (what rankmap maps onto), ``cores``, ``numa_nodes``,
 ``nps``, ``ppn`` (processes per node to try), ``nodes`` (node counts), ``ucx``/``ucx_inter``/
-``coll`` (preset names of sitekit/presets.py) and ``intra2_pairs``. ReFrame parameters are the
+``coll`` (preset names of reframe/topofoam/presets.py) and ``intra2_pairs``. ReFrame parameters are the
 same for every partition, so a stage's parameters are the union over the partitions, and
 each combination runs on the partitions where ``applies`` says so: listing (``reframe -l``)
 and running agree.
@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
-from sitekit import presets
+from topofoam import presets
 from topofoam.results.stages import defaults
 
 #: The variants that run with rankmap's reduction schedule (seed 000).

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rankmap.topology import PRESETS
-from sitekit import common, presets
-from topofoam import paths
+from sitekit import common
+from topofoam import paths, presets
 
 REPO = paths.REPO
 
@@ -67,13 +67,13 @@ class Partition:
             if not isinstance(names, list) or not names:
                 _fail(
                     f"{where}: {kind} must be a non-empty list of preset names -- choose "
-                    f"from {sorted(table)} (site-configs/sitekit/presets.py)"
+                    f"from {sorted(table)} (reframe/topofoam/presets.py)"
                 )
             unknown = [n for n in names if n not in table]
             if unknown:
                 _fail(
                     f"{where}: unknown {kind} preset(s) {unknown} -- choose from "
-                    f"{sorted(table)} (site-configs/sitekit/presets.py)"
+                    f"{sorted(table)} (reframe/topofoam/presets.py)"
                 )
         if self.intra2_pairs is None:
             self.intra2_pairs = [(u, c) for u in self.ucx for c in self.coll]

@@ -276,9 +276,7 @@ def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
     assert done.returncode != 0
     assert (
         "partition compute: unknown coll preset(s) ['hcol'] -- choose from ['default', "
-        "'han', 'hcoll', 'tuned', 'ucc'] (site-configs/sitekit/presets.py)"
-        in done.stdout
-        + done.stderr
+        "'han', 'hcoll', 'tuned', 'ucc'] (reframe/topofoam/presets.py)" in done.stdout + done.stderr
     )
 
 
