@@ -27,8 +27,7 @@ from pathlib import Path
 from localsite import facts, flavours, openfoam, strays
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
-from topofoam import paths
-from topofoam.results import perflog
+from topofoam import paths, resume
 
 PARTITIONS = ("cpu", "slurm", "emu")
 EMU_NODES = 4  # the multi-node check runs on 1, 2 and 4 nodes
@@ -139,20 +138,10 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
         raise UsageError(
             f"no earlier './bench run' recorded in {_last_run(results)} -- run './bench run' first"
         ) from None
-    logs = perflog.read_system(results / "perflogs" / "local")
     skip: dict[str, list[str]] = {}
     for partition in args.partition:
-        passed = sorted(
-            {
-                r["hashcode"]
-                for r in logs.rows
-                if r.get("partition") == partition
-                and r.get("result") == "pass"
-                and (r.get("time") or "") >= started
-                and r.get("hashcode")
-            }
-        )
-        skip[partition] = [opt for h in passed for opt in ("-x", f"/{h}")]
+        passed = resume.passed_hashes(results / "perflogs" / "local", started, partition)
+        skip[partition] = resume.exclude_options(passed)
         print(
             f"bench: --resume: local:{partition}: {len(passed)} test case(s) passed in the run "
             f"started {started}; rerunning the rest"

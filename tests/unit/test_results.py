@@ -253,3 +253,24 @@ def test_p2p_table_from_pingpong_rows(tmp_path):
         "system,size,intra_numa_node,inter_numa_node,inter_numa_domain,inter_node",
         "oci:nps2,10,0.5,0.9,,",
     ]
+
+
+def test_resume_leaves_out_what_passed_since_the_run_started(tmp_path):
+    cols = ["job_completion_time", "result", "partition", "hashcode", "stage", "wall_value"]
+    path = tmp_path / "perflogs" / "oci" / "nps2" / "Intra1Run.log"
+    path.parent.mkdir(parents=True)
+    rows = [
+        "2026-01-01T09:00:00|pass|nps2|aaaa0000|intra1|1.0",  # an earlier run
+        "2026-01-01T10:00:01|pass|nps2|bbbb1111|intra1|1.0",
+        "2026-01-01T10:00:02|fail|nps2|cccc2222|intra1|",
+        "2026-01-01T10:00:03|pass|nps2|dddd3333|intra1|1.0|cut",
+    ]
+    path.write_text("\n".join(["|".join(cols), *rows]) + "\n")
+    done = tool(
+        "topofoam.resume", str(tmp_path / "perflogs" / "oci"), "--since", "2026-01-01T10:00:00"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "-x /bbbb1111\n"
+    assert done.stderr.startswith("resume: 1 test case(s) passed since 2026-01-01T10:00:00")
+    bad = tool("topofoam.resume", str(tmp_path / "perflogs" / "oci"), "--since", "10:00")
+    assert bad.returncode == 2 and "is not a time YYYY-MM-DDTHH:MM:SS" in bad.stderr
