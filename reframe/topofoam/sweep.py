@@ -261,7 +261,17 @@ class SweepRun(PlacedRun):
 
     @run_after("run")
     def record_nodes(self):
-        self.nodelist = ",".join(self.job.nodelist or [])
+        """The nodes the job ran on: the scheduler's record, else the allocation the job itself
+        wrote (hosts.alloc; ReFrame's squeue scheduler misses the node list of a job that ends
+        before its first poll)."""
+        nodes = list(self.job.nodelist or [])
+        if not nodes:
+            try:
+                with open(f"{self.stagedir}/hosts.alloc") as f:
+                    nodes = list(dict.fromkeys(f.read().split()))
+            except OSError:
+                nodes = []
+        self.nodelist = ",".join(nodes)
 
     # -- sanity and performance -----------------------------------------------------------
 
