@@ -48,11 +48,14 @@ def _parent(pid: int) -> int:
         return 0
 
 
-def _cmdline(pid: int) -> str:
+def _is_reframe(pid: int) -> bool:
+    """Whether the process runs ReFrame itself (its command names the reframe script; a job
+    script under results/reframe/stage does not count)."""
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
     except OSError:
-        return ""
+        return False
+    return any(Path(arg.decode(errors="replace")).name == "reframe" for arg in argv)
 
 
 def running_reframe(strays: list[Stray]) -> int | None:
@@ -61,7 +64,7 @@ def running_reframe(strays: list[Stray]) -> int | None:
     for stray in strays:
         pid = _parent(stray.pid)
         while pid > 1:
-            if "reframe" in _cmdline(pid) and pid != os.getpid():
+            if pid != os.getpid() and _is_reframe(pid):
                 return pid
             pid = _parent(pid)
     return None

@@ -259,12 +259,14 @@ class SweepRun(PlacedRun):
             "'BEGIN { print b - a }')\"",
         ]
 
-    @run_after("run")
+    @run_before("sanity")
     def record_nodes(self):
         """The nodes the job ran on: the scheduler's record, else the allocation the job itself
         wrote (hosts.alloc; ReFrame's squeue scheduler misses the node list of a job that ends
         before its first poll)."""
-        nodes = list(self.job.nodelist or [])
+        # (squeue can also report a finished job's nodes as 'None', which ReFrame takes for
+        # a host name.)
+        nodes = [n for n in self.job.nodelist or [] if n not in ("None", "(null)", "")]
         if not nodes:
             try:
                 with open(f"{self.stagedir}/hosts.alloc") as f:

@@ -17,9 +17,19 @@ from localsite import strays
 SOLVERS = {"mpirun", "simpleFoam", "icoFoam", "interFoam", "laplacianFoam", "orted"}
 
 
-def start_run(env):
+def start_run(env, *reframe_args):
     return subprocess.Popen(
-        [PYTHON, "-m", "localsite.cli", "run", "--partition", "cpu", "--tag", "fast"],
+        [
+            PYTHON,
+            "-m",
+            "localsite.cli",
+            "run",
+            "--partition",
+            "cpu",
+            "--tag",
+            "fast",
+            *(["--", *reframe_args] if reframe_args else []),
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -73,7 +83,8 @@ def env(tmp_path):
 
 def test_a_killed_runs_solvers_are_stopped_before_the_next_run_times(env, tmp_path):
     stage = tmp_path / "results" / "reframe" / "stage"
-    first = start_run(env)
+    # A case whose solver runs for a while (216,000 cells), so that it is still computing.
+    first = start_run(env, "-n", "cavity3D", "-S", "PreparedCase.size=small")
     try:
         wait_for_solvers(stage)
     finally:
@@ -108,6 +119,12 @@ def test_a_run_still_going_on_is_not_killed_but_named(env, tmp_path):
         strays.stop(strays.find(stage))
 
 
+def passed_rows(results):
+    """Passed rows of every check on cpu: the cases and the preparations they used."""
+    logs = (results / "perflogs" / "local" / "cpu").glob("*.log")
+    return sum("|pass|" in line for log in logs for line in log.read_text().splitlines()[1:])
+
+
 def passed_case_runs(results):
     path = results / "perflogs" / "local" / "cpu" / "CaseRun.log"
     if not path.exists():
@@ -129,13 +146,14 @@ def test_resume_reruns_what_did_not_pass_and_never_claims_what_did_not_run(env, 
         kill_bench_and_reframe(first)
         time.sleep(1)
     before = passed_case_runs(results)
+    before_rows = passed_rows(results)
     assert before < 8, "every case passed before the kill: nothing to resume"
 
     done = bench_cli("run", "--resume", env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     said = next(line for line in done.stdout.splitlines() if "--resume" in line)
     passed = int(re.search(r"local:cpu: (\d+) test case\(s\) passed", said).group(1))
-    assert passed == before
+    assert passed == before_rows  # the cases and the preparations they used
     # exactly the cases that had not passed ran now (each with its preparation), and passed
     rerun = 2 * (8 - before)
     assert f"  local:cpu: {rerun}/{rerun} test cases passed" in done.stdout, done.stdout[-2000:]
