@@ -57,16 +57,40 @@ def test_esi_v1912_applies_to_debians_source(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-ORG12 = os.environ.get("OPENFOAM_ORG12_SRC")
+def org12_tree(tmp_path: Path) -> Path | None:
+    """An OpenFOAM-12 source tree: OPENFOAM_ORG12_SRC, or the archive in the source mirror
+    (TOPOFOAM_SOURCES, localsite/sources.py) extracted into ``tmp_path``; None without both."""
+    if os.environ.get("OPENFOAM_ORG12_SRC"):
+        return Path(os.environ["OPENFOAM_ORG12_SRC"])
+    from localsite import flavours, sources
+
+    try:
+        archive = sources.find(flavours.ORG12.archive)
+    except sources.SourceError:
+        return None
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(tmp_path)], check=True)
+    return tmp_path / flavours.ORG12.top
+
+
+ORG12_SOURCE = bool(
+    os.environ.get("OPENFOAM_ORG12_SRC")
+    or (
+        os.environ.get("TOPOFOAM_SOURCES")
+        and (Path(os.environ["TOPOFOAM_SOURCES"]) / "OpenFOAM-12.tar.gz").is_file()
+    )
+)
 
 
 @pytest.mark.skipif(
-    not ORG12,
-    reason="OPENFOAM_ORG12_SRC does not name an OpenFOAM-12 source "
-    "tree: set it to check patches/org-12 applies",
+    not ORG12_SOURCE,
+    reason="no OpenFOAM-12 source: set TOPOFOAM_SOURCES to a folder with OpenFOAM-12.tar.gz "
+    "(or OPENFOAM_ORG12_SRC to an extracted tree) to check patches/org-12 applies",
 )
 def test_org12_applies_to_openfoam_12(tmp_path):
     series = REPO / "patches" / "org-12"
-    tree = scratch_copy(Path(ORG12), tmp_path, series)
+    source = org12_tree(tmp_path / "source")
+    assert source is not None and (source / "etc" / "bashrc").is_file()
+    tree = scratch_copy(source, tmp_path / "scratch", series)
     done = dry_run(series, tree)
     assert done.returncode == 0, done.stdout + done.stderr
