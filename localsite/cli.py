@@ -38,6 +38,9 @@ class UsageError(RuntimeError):
     """Bad input on the command line; exit code 2."""
 
 
+# Verbs that run a module with this machine's OpenFOAM; all further arguments are its own.
+PASS_THROUGH = {"cases": "cases", "rankmap-bench": "rankmap.bench"}
+
 def _partition_list(values: list[str] | None) -> list[str]:
     chosen = []
     for value in values or list(PARTITIONS):
@@ -382,7 +385,7 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="build an OpenFOAM flavour from source with its series")
     b.add_argument("flavour", choices=sorted(flavours.FLAVOURS))
     b.set_defaults(func=build_command)
-    for verb, module in (("cases", "cases"), ("rankmap-bench", "rankmap.bench")):
+    for verb, module in PASS_THROUGH.items():
         k = sub.add_parser(
             verb, help=f"python -m {module} with this machine's OpenFOAM", add_help=False
         )
@@ -399,6 +402,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in PASS_THROUGH:
+        # Everything after the verb is the module's own (argparse's REMAINDER would not take
+        # a first argument that starts with "-", such as --json).
+        args = argparse.Namespace(module=PASS_THROUGH[argv[0]], module_args=argv[1:])
+        return with_openfoam(args)
     args = parser().parse_args(argv)
     try:
         return args.func(args)

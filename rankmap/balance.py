@@ -22,34 +22,64 @@ def _connection(graph: CommGraph, vertex: int, parts: np.ndarray) -> dict[int, i
     return conn
 
 
+def _arcs_of(graph: CommGraph, members: np.ndarray):
+    """(local index of the member, neighbour, weight) for every arc leaving ``members``."""
+    starts = graph.xadj[members].astype(np.int64)
+    degree = graph.xadj[members + 1].astype(np.int64) - starts
+    local = np.repeat(np.arange(len(members)), degree)
+    offsets = np.arange(len(local)) - np.repeat(np.cumsum(degree) - degree, degree)
+    idx = np.repeat(starts, degree) + offsets
+    return local, graph.adjncy[idx].astype(np.int64), graph.adjwgt[idx].astype(np.int64)
+
+
 def enforce_sizes(graph: CommGraph, parts: np.ndarray, sizes: list[int]) -> np.ndarray:
-    """``parts`` changed as little as possible so that part p holds exactly sizes[p] vertices."""
+    """``parts`` changed as little as possible so that part p holds exactly sizes[p] vertices.
+
+    Over-full parts are emptied in turn. Each round moves the part's surplus: its vertices
+    by gain (edge weight to the destination minus to the own part; the best under-full
+    neighbour part, else the first under-full part), best first, each destination filled
+    at most to its size; rounds repeat until the part has its size.
+    """
     parts = parts.astype(np.int64).copy()
     target = np.asarray(sizes, dtype=np.int64)
     if target.sum() != graph.n:
         raise ValueError(f"part sizes add up to {target.sum()}, the graph has {graph.n} vertices")
-    count = np.bincount(parts, minlength=len(target))
+    k = len(target)
+    count = np.bincount(parts, minlength=k)
     for src in np.flatnonzero(count > target).tolist():
-        members = set(np.flatnonzero(parts == src).tolist())
         while count[src] > target[src]:
+            members = np.flatnonzero(parts == src)
+            local, nb, w = _arcs_of(graph, members)
+            q = parts[nb]
+            own = np.bincount(local, weights=w * (q == src), minlength=len(members))
             under = count < target
-            first_under = int(np.argmax(under))
-            best = None  # (gain, vertex, destination)
-            for v in sorted(members):
-                conn = _connection(graph, v, parts)
-                # The best under-full neighbour part, else any under-full part (gain -own).
-                dst, to_dst = first_under, 0
-                for q, w in conn.items():
-                    if under[q] and (w > to_dst or (w == to_dst and q < dst)):
-                        dst, to_dst = q, w
-                gain = to_dst - conn.get(src, 0)
-                if best is None or gain > best[0]:
-                    best = (gain, v, dst)
-            _, v, dst = best
-            parts[v] = dst
-            members.discard(v)
-            count[src] -= 1
-            count[dst] += 1
+            dest = np.full(len(members), int(np.argmax(under)))
+            to_dest = np.zeros(len(members))
+            sel = under[q]
+            if sel.any():
+                key = local[sel] * k + q[sel]
+                keys, inv = np.unique(key, return_inverse=True)
+                weight = np.bincount(inv, weights=w[sel])
+                # per member: the heaviest under-full neighbour part, the lowest on a tie
+                order = np.lexsort((keys % k, -weight, keys // k))
+                first = np.ones(len(order), dtype=bool)
+                first[1:] = (keys // k)[order][1:] != (keys // k)[order][:-1]
+                pick = order[first]
+                dest[keys[pick] // k] = keys[pick] % k
+                to_dest[keys[pick] // k] = weight[pick]
+            gain = to_dest - own
+            room = target - count
+            moved = 0  # at least one: every destination had room when the round began
+            for i in np.lexsort((members, -gain)).tolist():
+                if moved == count[src] - target[src]:
+                    break
+                d = int(dest[i])
+                if room[d] <= 0:
+                    continue  # filled this round; the next round finds it another place
+                parts[members[i]] = d
+                room[d] -= 1
+                moved += 1
+            count = np.bincount(parts, minlength=k)
     return parts.astype(np.int32)
 
 

@@ -6,6 +6,11 @@ Two calls are used:
   * ``map_tleaf``: SCOTCH's one-shot mapping onto a tree-leaf target of the whole machine
     (the baseline that the hierarchical method is compared against).
 SCOTCH aims at, but does not guarantee, exact part sizes: ``rankmap.balance`` repairs them.
+
+Every call runs in its own SCOTCH context with one thread and its own random state seeded
+from ``seed``: Debian's libscotch is threaded, and threads race, so the same graph and seed
+could give different mappings from run to run. On graphs of a few thousand vertices one
+thread is also faster (no thread start-up).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from rankmap.graph import CommGraph
 
 STRATQUALITY = 0x0001
 STRATBALANCE = 0x0004
+OPTIONNUMDETERMINISTIC = 0
+OPTIONNUMRANDOMFIXEDSEED = 1
+CONTEXT_DOUBLES = 8  # sizeof(SCOTCH_Context) is 3 doubles in scotch.h 7.0; room to spare
 
 _Num = ctypes.c_int32
 _NumP = ctypes.POINTER(_Num)
@@ -67,10 +75,39 @@ def _ptr(array: np.ndarray):
     return array.ctypes.data_as(_NumP)
 
 
-class _Graph:
-    """A SCOTCH_Graph built on our arrays (which must outlive it)."""
+class _Context:
+    """A SCOTCH context with one thread and its own random state, seeded."""
 
-    def __init__(self, graph: CommGraph):
+    def __init__(self, seed: int):
+        lib = _lib()
+        self.lib = lib
+        self.handle = (ctypes.c_double * CONTEXT_DOUBLES)()
+        _check(lib.SCOTCH_contextInit(self.handle), "contextInit")
+        try:
+            _check(lib.SCOTCH_contextThreadSpawn(self.handle, 1, None), "contextThreadSpawn")
+            _check(lib.SCOTCH_contextRandomClone(self.handle), "contextRandomClone")
+            for option in (OPTIONNUMDETERMINISTIC, OPTIONNUMRANDOMFIXEDSEED):
+                _check(
+                    lib.SCOTCH_contextOptionSetNum(self.handle, option, _Num(1)),
+                    "contextOptionSetNum",
+                )
+            lib.SCOTCH_contextRandomSeed(self.handle, _Num(seed))
+            lib.SCOTCH_contextRandomReset(self.handle)
+        except ScotchError:
+            lib.SCOTCH_contextExit(self.handle)
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lib.SCOTCH_contextExit(self.handle)
+
+
+class _Graph:
+    """A SCOTCH_Graph built on our arrays (which must outlive it), bound to ``context``."""
+
+    def __init__(self, graph: CommGraph, context: _Context):
         lib = _lib()
         self.lib = lib
         self.arrays = [
@@ -95,11 +132,19 @@ class _Graph:
             ),
             "graphBuild",
         )
+        self.bound = _buffer(lib.SCOTCH_graphSizeof)
+        _check(lib.SCOTCH_graphInit(self.bound), "graphInit")
+        code = lib.SCOTCH_contextBindGraph(context.handle, self.handle, self.bound)
+        if code != 0:
+            lib.SCOTCH_graphExit(self.handle)
+            _check(code, "contextBindGraph")
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        # The bound graph goes before the graph it views (and before its context).
+        self.lib.SCOTCH_graphExit(self.bound)
         self.lib.SCOTCH_graphExit(self.handle)
 
 
@@ -117,16 +162,14 @@ def _map(
     graph: CommGraph, build_arch, parts: int, flags: int, imbalance: float, seed: int
 ) -> np.ndarray:
     lib = _lib()
-    lib.SCOTCH_randomSeed(_Num(seed))
-    lib.SCOTCH_randomReset()
     out = np.zeros(graph.n, dtype=np.int32)
     arch = _buffer(lib.SCOTCH_archSizeof)
     _check(lib.SCOTCH_archInit(arch), "archInit")
     strat = _strategy(lib, flags, parts, imbalance)
     try:
         build_arch(lib, arch)
-        with _Graph(graph) as g:
-            _check(lib.SCOTCH_graphMap(g.handle, arch, strat, _ptr(out)), "graphMap")
+        with _Context(seed) as context, _Graph(graph, context) as g:
+            _check(lib.SCOTCH_graphMap(g.bound, arch, strat, _ptr(out)), "graphMap")
     finally:
         lib.SCOTCH_stratExit(strat)
         lib.SCOTCH_archExit(arch)

@@ -1,5 +1,6 @@
 """rankmap on real decompositions (Debian's OpenFOAM + real SCOTCH) and real hwloc topologies."""
 
+import json
 import re
 import shutil
 import socket
@@ -284,3 +285,50 @@ def test_kahip_partitioner_places_exactly(cavity3d):
     placement = mapping.hierarchical(g, topology.load(SMALL), 3, partitioner="kahip")
     placement.check()
     check_schedule_levels(placement, hierarchical(placement))
+
+
+@pytest.fixture(scope="module")
+def cavity2d_96(tmp_path_factory):
+    return decomposed_case(tmp_path_factory.mktemp("c96") / "cavity", (48, 48, 1), 96)
+
+
+def test_same_inputs_give_the_same_placement_byte_for_byte(cavity2d_96, tmp_path):
+    """Three runs in separate processes, the last limited to one CPU (one SCOTCH try at a time
+    instead of several in threads): every output file identical, the analysis apart from its
+    own timing."""
+
+    def run(name, *prefix):
+        out = tmp_path / name
+        done = subprocess.run(
+            [
+                *prefix,
+                PYTHON,
+                "-m",
+                "rankmap",
+                "map",
+                str(cavity2d_96),
+                "--topology",
+                "hpc2",
+                "--nodes",
+                "4",
+                "--hosts",
+                "n1,n2,n3,n4",
+                "--seed",
+                "7",
+                "--out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
+        assert done.returncode == 0, done.stderr
+        files = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+        analysis = json.loads(files.pop("analysis.json"))
+        for row in analysis if isinstance(analysis, list) else [analysis]:
+            row.pop("mapping_seconds", None)
+        return files, analysis
+
+    first = run("first")
+    assert run("second") == first
+    assert run("one-cpu", "taskset", "-c", "0") == first

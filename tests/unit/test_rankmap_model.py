@@ -195,7 +195,9 @@ def test_refine_keeps_sizes_and_lowers_the_cut():
     assert cut(g, better) < cut(g, parts)
 
 
-def test_bench_quick_prints_the_timing():
+def test_bench_quick_prints_the_timing_and_exits_by_its_verdict():
+    """The figure and its target on one line; exit 0 with "every target met", else 1 naming
+    the miss (the time itself is the bench's business, not this test's)."""
     done = subprocess.run(
         [PYTHON, "-m", "rankmap.bench", "--quick"],
         capture_output=True,
@@ -203,12 +205,17 @@ def test_bench_quick_prints_the_timing():
         cwd=REPO,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
     assert re.fullmatch(
         r"speed: 1,280 ranks on 10 VSC-5 nodes: placement \d+\.\d\d s \+ "
-        r"schedule \d+\.\d\d s = \d+\.\d\d s \(target <= 1 s\)\n",
-        done.stdout,
-    )
+        r"schedule \d+\.\d\d s = (\d+\.\d\d) s \(target <= 0\.3 s\)",
+        lines[0],
+    ), done.stdout
+    seconds = float(lines[0].split(" = ")[1].split()[0])  # rounded: 0.30 may go either way
+    met = (0, "bench: every target met")
+    missed = (1, "bench: 1 target(s) missed: 1,280-rank time")
+    assert (done.returncode, lines[-1]) == (met if seconds < 0.3 else missed) or seconds == 0.3
+    assert (done.returncode, lines[-1]) in (met, missed)
 
 
 def test_openfoam_schedule_is_linear_below_nprocssimplesum():
