@@ -41,6 +41,7 @@ class UsageError(RuntimeError):
 # Verbs that run a module with this machine's OpenFOAM; all further arguments are its own.
 PASS_THROUGH = {"cases": "cases", "rankmap-bench": "rankmap.bench"}
 
+
 def _partition_list(values: list[str] | None) -> list[str]:
     chosen = []
     for value in values or list(PARTITIONS):
