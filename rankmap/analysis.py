@@ -18,11 +18,13 @@ LATENCY_CSV = Path(__file__).with_name("p2p_latency_us.csv")
 
 def cost_vector(
     system: str = "vsc5", size: int = 1000, table: Path | str | None = None
-) -> list[float]:
+) -> list[float] | None:
     """Round-trip time in us per level for ``system`` at ``size`` scalars, from ``table`` (the
     format of seed 000 Table 2, p2p_latency_us.csv, which is the default; the p2p check's
     measurements convert to it); a level a system lacks takes the next faster level's time
-    (on LEC hpc2 a NUMA domain is one NUMA node)."""
+    (on LEC hpc2 a NUMA domain is one NUMA node). System 'none': no costs (no hop-bytes)."""
+    if system == "none":
+        return None
     table = Path(table or LATENCY_CSV)
     try:
         with open(table) as f:
@@ -60,7 +62,10 @@ def cost_vector(
 
 
 def analyze(
-    graph: CommGraph, placement: Placement, costs: list[float], seconds: float | None = None
+    graph: CommGraph,
+    placement: Placement,
+    costs: list[float] | None,
+    seconds: float | None = None,
 ) -> dict:
     u, v, w = graph.edges()
     level = placement.level_between(u, v)
@@ -78,7 +83,8 @@ def analyze(
         "nodes": placement.nodes,
         "halo_volume": dict(zip(LEVELS, volume)),
         "halo_share": {lv: vol / total for lv, vol in zip(LEVELS, volume)},
-        "hop_bytes": float(np.dot(volume, costs)),
+        "hop_bytes": float(np.dot(volume, costs)) if costs is not None else None,
+        "costs_us": costs,
         "max_inter_node_volume": int(inter_node.max()) if graph.n else 0,
         "neighbours": {
             "min": int(degree.min()),
@@ -107,7 +113,12 @@ def table(results: list[dict]) -> str:
         rows.append((f"halo {short[lv]} %", [f"{100 * r['halo_share'][lv]:.1f}" for r in results]))
     rows.append(("halo inter-node faces", [str(r["halo_volume"]["inter_node"]) for r in results]))
     rows.append(("max inter-node faces/rank", [str(r["max_inter_node_volume"]) for r in results]))
-    rows.append(("hop-bytes (faces*us)", [f"{r['hop_bytes']:.0f}" for r in results]))
+    rows.append(
+        (
+            "hop-bytes (faces*us)",
+            [f"{r['hop_bytes']:.0f}" if r["hop_bytes"] is not None else "-" for r in results],
+        )
+    )
     for tree in ("openfoam", "hierarchical"):
         rows.append(
             (

@@ -159,7 +159,11 @@ def parser() -> argparse.ArgumentParser:
             choices=mapping.PARTITIONERS,
             help="partitioner for each level of the hierarchy (default scotch)",
         )
-        sp.add_argument("--cost-system", default="vsc5", help="latency table row (vsc5, hpc2)")
+        sp.add_argument(
+            "--cost-system",
+            default="vsc5",
+            help="latency table row (vsc5, hpc2), or 'none': no hop-bytes",
+        )
         sp.add_argument("--cost-size", type=int, default=1000, help="message size in the table")
         sp.add_argument(
             "--cost-table",

@@ -35,6 +35,7 @@ site_configuration = configuration(
                 descr="48-core nodes, srun with pmix",
                 slurm_partition=PARTITION,
                 topology="hpc2",
+                published_costs="hpc2",  # seed 000 Table 2, until the p2p check runs
                 cores=48,
                 numa_nodes=4,
                 ppn=[12, 24, 36, 48],

@@ -36,6 +36,7 @@ site_configuration = configuration(
                 slurm_partition="zen3_0512",
                 access=[f"--qos={QOS}"],
                 topology="vsc5",
+                published_costs="vsc5",  # seed 000 Table 2, until the p2p check runs
                 cores=128,
                 numa_nodes=16,
                 nps="NPS4",

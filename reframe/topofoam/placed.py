@@ -4,7 +4,8 @@ the schedule check share.
 - ``forward_to_ranks``: environment variables every rank needs (srun exports the job's
   environment; Open MPI's mpirun forwards what ``mca_base_env_list`` names, and it cannot be
   mixed with ``mpirun -x``).
-- ``rankmap_commands``: rankmap maps the case onto the allocation's hosts inside the job.
+- ``rankmap_commands``: rankmap maps the case onto the allocation's hosts inside the job, its
+  hop-bytes priced by the partition's own costs (topofoam.costs; the ``costs`` column).
 - ``probe_placement``: the solver's own launch first runs a probe that reports every rank's
   host and CPU set (placement.txt).
 - ``placement_checks``: the sanity assertions that every rank ran where it should.
@@ -15,6 +16,7 @@ import sys
 import reframe.utility.sanity as sn
 from reframe.core.builtins import variable
 
+from topofoam import costs
 from topofoam.runs import PreparedCaseRun
 
 PROBE = (
@@ -29,6 +31,8 @@ class PlacedRun(PreparedCaseRun):
     #: 'verified' where the launcher binds and the declared node is the real one; the
     #: perflog says 'not verifiable on this partition' elsewhere.
     core_binding = variable(str, value="", loggable=True)
+    #: Which round-trip times priced the placement's hop-bytes (topofoam.costs).
+    costs = variable(str, value="", loggable=True)
 
     def forward_to_ranks(self, *names: str) -> None:
         """Make every rank see ``names`` (set them in env_vars too)."""
@@ -45,13 +49,17 @@ class PlacedRun(PreparedCaseRun):
 
     def rankmap_commands(self, topology: str, nodes: int, *options: str) -> None:
         """hosts.alloc (the allocation's hosts) and rankmap's files for them in map/."""
-        local = self.current_partition.scheduler.registered_name == "local"
+        part = self.current_partition
+        local = part.scheduler.registered_name == "local"
         hosts = "hostname" if local else 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
+        priced = costs.for_partition(self.current_system.name, part.name, topology, part.extras)
+        priced.write_table(self.stagedir)
+        self.costs = priced.label
         self.add_prerun(
             "place",
             f"{hosts} > hosts.alloc",
             f"{sys.executable} -m rankmap map . --topology '{topology}' --nodes {nodes} "
-            + "".join(f"{o} " for o in options)
+            + "".join(f"{o} " for o in (*options, *priced.options))
             + "--hosts $(paste -sd, hosts.alloc) --out map > rankmap.log",
         )
 

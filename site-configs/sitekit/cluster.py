@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rankmap.analysis import LATENCY_CSV
 from rankmap.topology import PRESETS
 from sitekit import common
 from topofoam import paths, presets
@@ -47,6 +48,9 @@ class Partition:
     launcher: str = "srun"
     access: list[str] = field(default_factory=list)  # further #SBATCH options (qos, ...)
     max_jobs: int = 8
+    #: The system's own row of seed 000 Table 2 (rankmap/p2p_latency_us.csv) that prices
+    #: hop-bytes until the p2p check has measured this partition; '' where none is published.
+    published_costs: str = ""
 
     def __post_init__(self):
         where = f"partition {self.name}"
@@ -88,6 +92,12 @@ class Partition:
                 f"{where}: mpi '{self.mpi}' -- choose openmpi4 (mpirun -rf) or openmpi5 "
                 f"(--map-by rankfile:file=)"
             )
+        if self.published_costs and self.published_costs not in _published_rows():
+            _fail(
+                f"{where}: published_costs '{self.published_costs}' is not a row of "
+                f"rankmap/p2p_latency_us.csv -- choose from {sorted(_published_rows())} or "
+                f"leave it empty (the p2p check then measures the costs)"
+            )
         if self.launcher not in ("srun", "mpirun"):
             _fail(
                 f"{where}: launcher '{self.launcher}' cannot place ranks -- choose srun or mpirun"
@@ -107,6 +117,7 @@ class Partition:
             "coll": self.coll,
             "intra2_pairs": [list(p) for p in self.intra2_pairs],
             "mpi": self.mpi,
+            "published_costs": self.published_costs,
             "local_storage": self.local_storage,
             "node_hour_price": site.node_hour_price,
             "currency": site.currency,
@@ -166,6 +177,16 @@ def _whole_list(values, what: str, low: int, high: int | None = None) -> None:
         _fail(f"{what} must be a non-empty list of whole numbers")
     for value in values:
         _whole(value, f"{what} holds a value that", low, high)
+
+
+def _published_rows() -> set[str]:
+    """The systems of seed 000 Table 2 (rankmap's latency table)."""
+    with open(LATENCY_CSV) as f:
+        return {
+            line.split(",", 1)[0]
+            for line in f
+            if line.strip() and not line.startswith(("#", "system,"))
+        }
 
 
 def _preset_cores(topology: str, where: str) -> int | None:

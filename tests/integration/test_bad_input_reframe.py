@@ -113,8 +113,15 @@ def listing(config, tmp_path, **env):
             'mpi="mvapich"',
             r"mpi 'mvapich' -- choose openmpi4 .* or openmpi5",
         ),
+        (
+            "hpc2",
+            'published_costs="hpc2"',
+            'published_costs="lec"',
+            r"published_costs 'lec' is not a row of rankmap/p2p_latency_us\.csv -- choose "
+            r"from \['hpc2', 'vsc5'\]",
+        ),
     ],
-    ids=["ppn-zero", "topology", "cores", "ucx", "nodes", "price", "mpi"],
+    ids=["ppn-zero", "topology", "cores", "ucx", "nodes", "price", "mpi", "costs"],
 )
 def test_site_values_are_checked_when_the_file_loads(tmp_path, site, old, new, pattern):
     text = (REPO / "site-configs" / f"{site}.py").read_text()

@@ -2,8 +2,10 @@
 measurements as rankmap's cost vector."""
 
 import csv
+import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +25,7 @@ def p2p_run(tmp_path_factory):
         TOPOFOAM_SLURMD_PORT=str(free_port()),
     )
     done = bench_cli("run", *(f"--partition={p}" for p in PARTITIONS), "--tag", "p2p", env=env)
-    return done, results
+    return done, results, env
 
 
 def rows(path):
@@ -32,7 +34,7 @@ def rows(path):
 
 
 def test_round_trips_measured_on_their_cores(p2p_run):
-    done, results = p2p_run
+    done, results, _ = p2p_run
     assert done.returncode == 0, done.stdout[-3000:]
     for partition in PARTITIONS:
         # The build and the one level this machine has (its two cores share a NUMA node).
@@ -45,7 +47,7 @@ def test_round_trips_measured_on_their_cores(p2p_run):
 
 
 def test_the_measurements_become_rankmaps_cost_vector(p2p_run, tmp_path):
-    _, results = p2p_run
+    _, results, _ = p2p_run
     table = tmp_path / "p2p.csv"
     made = subprocess.run(
         [PYTHON, "-m", "topofoam.p2p", str(results / "perflogs" / "local"), "--out", str(table)],
@@ -111,3 +113,23 @@ def test_the_measurements_become_rankmaps_cost_vector(p2p_run, tmp_path):
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith(f"rankmap: no latency row for vsc5 at size 1000 in {table}")
+
+
+def test_a_sweep_after_the_p2p_check_is_priced_by_its_measurements(p2p_run):
+    """The intra1 stage in the same results: its perflog says the p2p check's times priced
+    the hop-bytes, and rankmap's analysis of each run used them."""
+    _, results, env = p2p_run
+    done = bench_cli("run", "--partition=cpu", "--tag", "intra1", env=env, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (measured,) = rows(results / "perflogs" / "local" / "cpu" / "PingPongRun.log")
+    us = round(float(measured["rtt_1000_value"]), 3)
+    swept = [r for r in rows(results / "perflogs" / "local" / "cpu" / "Intra1Run.log")]
+    assert swept and all(r["result"] == "pass" for r in swept)
+    for row in swept:
+        assert row["costs"] == "measured: p2p check on local:cpu, 1000 scalars"
+        placed = json.loads((Path(row["outputdir"]) / "map" / "analysis.json").read_text())
+        for entry in placed:
+            # One NUMA node: every level costs what the one measured level does.
+            assert entry["costs_us"] == [us] * 4
+            faces = sum(entry["halo_volume"].values())
+            assert entry["hop_bytes"] == pytest.approx(faces * us)

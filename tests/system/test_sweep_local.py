@@ -14,6 +14,7 @@ import pytest
 from conftest import IS_ROOT, PYTHON, REPO, bench_cli, free_port
 
 PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
+NO_COSTS = "none: no p2p measurement, none published"
 
 # On one NUMA node cyclic is block, so it is not run: standard with block and rankmap's
 # placement, global (block), local+global (rankmap), for pitzDaily and laplacianFoam.
@@ -80,6 +81,7 @@ def test_perflog_rows_carry_every_setting(variants_run, partition):
         assert (row["ucx"], row["coll"], row["run_env"]) == ("auto", "default", "")
         assert re.fullmatch(r"v1912\.\S+-patched-[0-9a-f]{16}", row["openfoam_build"])
         assert row["core_binding"] == "verified"
+        assert row["costs"] == NO_COSTS
         assert row["launcher_kind"] == {"cpu": "mpirun", "slurm": "srun"}[partition]
         assert row["nodelist"] == os.uname().nodename
         assert float(row["node_hours_value"]) == pytest.approx(float(row["wall_value"]) / 3600)
@@ -150,10 +152,15 @@ def test_report_levels_come_from_the_runs(variants_run, partition):
     md = (results / "report" / "local" / "report.md").read_text()
     rows = read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
     for case in ("laplacianFoam", "pitzDaily"):
-        levels = markdown_table(md, f"{case} (ci) on 1 node(s) x 2, {partition}")
+        levels = markdown_table(
+            md,
+            f"{case} (ci) on 1 node(s) x 2, {partition}; hop-bytes priced by {NO_COSTS}",
+        )
         run = next(r for r in rows if (r["case"], r["variant"]) == (case, "local+global"))
         entry = json.loads((Path(run["outputdir"]) / "map" / "analysis.json").read_text())[-1]
         assert levels["rankmap"][0] == f"{100 * entry['halo_share']['intra_numa_node']:.1f}"
+        # No p2p measurement in these results, and none published for this machine.
+        assert (levels["rankmap"][-1], entry["hop_bytes"], entry["costs_us"]) == ("–", None, None)
 
 
 def test_report_image_of_the_final_fields(variants_run):

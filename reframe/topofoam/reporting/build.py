@@ -337,6 +337,7 @@ class Builder:
                 except (OSError, ValueError, IndexError, KeyError):
                     continue
                 key = (g.key[0], g.get("case"), g.get("size"), g.get("nodes"), analysis.ppn_of(g))
+                entry["costs_label"] = run.get("costs") or "not logged"
                 bars[key][g.get("binding")] = entry
                 break
         if not bars:
@@ -345,6 +346,7 @@ class Builder:
             return
         for (part, case, sz, nodes, ppn), per in sorted(bars.items(), key=str):
             title = f"{case} ({size(sz)}) on {nodes} node(s) x {ppn}, {part}"
+            priced = sorted({e["costs_label"] for e in per.values()})
             rows = [
                 [b]
                 + [f"{100 * e['halo_share'].get(level, 0):.1f}" for level in figures.LEVELS]
@@ -355,7 +357,7 @@ class Builder:
                 Table(
                     ["placement"] + [f"{n} [%]" for n in figures.LEVEL_NAMES] + ["hop-bytes"],
                     rows,
-                    caption=title,
+                    caption=f"{title}; hop-bytes priced by {'; '.join(priced)}",
                 ),
                 Figure(
                     figures.levels(
