@@ -61,23 +61,25 @@ done
 
 # 3. Progress every minute, from what the build has written so far.
 count_sources() { cat "$@" 2>/dev/null | grep -cE '\.[cCL]$' || true; }
-mapfile -t lib_files < <(cd "$tree" && grep -lE '^LIB *=' src/*/Make/files src/*/*/Make/files \
-                              src/*/*/*/Make/files src/*/*/*/*/Make/files 2>/dev/null || true)
+mapfile -t make_files < <(cd "$tree" && find src -path '*/Make/files' | sort)
+mapfile -t lib_files < <(cd "$tree" && grep -lE '^LIB *=' "${make_files[@]}" 2>/dev/null || true)
 total_libs=$(( ${#lib_files[@]} ))
-total_objs=$(cd "$tree" && count_sources src/*/Make/files src/*/*/Make/files \
-                              src/*/*/*/Make/files src/*/*/*/*/Make/files)
+total_objs=$(cd "$tree" && count_sources "${make_files[@]}")
 for app in "${apps[@]}"; do
     total_objs=$((total_objs + $(cd "$tree" && count_sources "$app/Make/files")))
     case "$app" in applications/modules/*) total_libs=$((total_libs + 1));; esac
 done
+objs_before=$(find "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)  # a continued build
 (
     while sleep 60; do
         libs=$(find "$tree/platforms" -name '*.so' 2>/dev/null | wc -l)
         objs=$(find "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)
         t=$((SECONDS - started))
         rest=""
-        [ "$objs" -gt 0 ] && [ "$objs" -lt "$total_objs" ] \
-            && rest=", about $(( (t * (total_objs - objs) / objs + 59) / 60 )) min to go"
+        # The estimate goes by this run's own rate: a continued build started with objects.
+        done_now=$((objs - objs_before))
+        [ "$done_now" -gt 0 ] && [ "$objs" -lt "$total_objs" ] \
+            && rest=", about $(( (t * (total_objs - objs) / done_now + 59) / 60 )) min to go"
         echo "build-tree: $libs of about $total_libs libraries, $objs of about $total_objs" \
              "objects, $(elapsed)$rest" >&3
     done
@@ -98,7 +100,9 @@ cd "$tree"
 say "wmake tools"
 (cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
 say "libraries (src/Allwmake; most of the build)"
-src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true   # checked below, product by product
+# An optional library that fails (ptscotch without its headers) must not stop the others:
+# what the suite needs is checked below, product by product.
+WM_CONTINUE_ON_ERROR=1 src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true
 for app in "${apps[@]}"; do
     say "$app"
     wmake -j "$(nproc)" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
