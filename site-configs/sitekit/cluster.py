@@ -249,14 +249,16 @@ def spack_environment(
     return {
         "name": name,
         "features": features,
-        # The build fixture's own job loads this environment too, before the spec is
-        # installed, so a failed load only says so here; the solver then is not found.
+        # A job whose spec is not installed stops here, saying so. The one exception is the
+        # build fixture's own job (its stage folder is PatchedOpenFOAMBuild_*), which loads
+        # this environment before it installs the spec.
         "prepare_cmds": [
             f". {setup}",
             f"spack env activate -d {REPO}",
-            f'spack load {spec} || echo "{spec} is not installed yet: the '
-            f"PatchedOpenFOAMBuild fixture installs it (spack -e {REPO} "
-            f'install {spec})" >&2',
+            f"spack load {spec} || case $PWD in */PatchedOpenFOAMBuild_*) ;; *) "
+            f'echo "topofoam: {spec} is not installed in the Spack environment {REPO} -- '
+            f"install it (spack -e {REPO} install {spec}), or run the checks with their "
+            f'PatchedOpenFOAMBuild fixture, which does" >&2; exit 1 ;; esac',
         ],
         "extras": dict(extras, spack_spec=spec),
     }
