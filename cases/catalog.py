@@ -210,9 +210,21 @@ CASES: dict[str, Case] = {
             k0=None,
             default_steps=100,
             fixed_iterations={"T": 50},
+            # fieldMinMax (v1912) logs 'min/max(T) = 50 550'; OpenFOAM-12's volFieldValue
+            # 'min(all) of T = 50 ...' and 'max(all) of T = 550 ...'.
             checks=(
-                Check("T minimum", r"^\s*min/max\(T\) = (\S+) \S+", "min", 50 - 1e-6),
-                Check("T maximum", r"^\s*min/max\(T\) = \S+ (\S+)", "max", 550 + 1e-6),
+                Check(
+                    "T minimum",
+                    r"^\s*(?:min/max\(T\) = |min\(\w*\) of T = )(\S+)",
+                    "min",
+                    50 - 1e-6,
+                ),
+                Check(
+                    "T maximum",
+                    r"^\s*(?:min/max\(T\) = \S+ |max\(\w*\) of T = )(\S+)",
+                    "max",
+                    550 + 1e-6,
+                ),
             ),
         ),
         Case(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from foamlib import FoamFile
 
+from cases import flavour
 from cases.catalog import Case
 from cases.errors import CaseError
 from cases.sizes import Resolved, background_cells, get_case, resolve
@@ -236,6 +237,9 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
     # What shapes the prepared folder (not the sanity checks, which runs read from the
     # catalog): the steps' version, the case's settings, the size, the request, OpenFOAM.
     digest.update(f"steps {PREPARE_VERSION}\0".encode())
+    kind = flavour.of_environment(env)
+    if kind != flavour.ESI:  # the rewrite for the flavour shapes the folder too
+        digest.update(f"{kind} {flavour.ADAPT_VERSION}\0".encode())
     shaping = (
         case.solver,
         case.mesher,
@@ -307,6 +311,8 @@ def _build(
     write_interval = request.write_interval or steps
     _set_controls(case, work, steps, delta_t, write_interval)
     _set_solvers(case, work, request.fixed_work)
+    kind = flavour.of_environment(env)
+    flavour.adapt(work, case.name, case.solver, kind)
 
     progress(f"{case.name} {resolved.label}: meshing ({case.mesher})")
     if case.mesher == "snappyHexMesh":
@@ -345,7 +351,7 @@ def _build(
         path=work,
         case=case.name,
         size=resolved.label,
-        solver=case.solver,
+        solver=flavour.executable(case.solver, kind),
         cells=cells,
         subdomains=request.subdomains,
         method=request.method,

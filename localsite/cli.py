@@ -40,6 +40,8 @@ class UsageError(RuntimeError):
 
 # Verbs that run a module with this machine's OpenFOAM; all further arguments are its own.
 PASS_THROUGH = {"cases": "cases", "rankmap-bench": "rankmap.bench"}
+# The OpenFOAMs those verbs can run with: Debian's v1912, and the flavours built from source.
+OPENFOAMS = ("v1912", *flavours.FLAVOURS)
 
 
 def _partition_list(values: list[str] | None) -> list[str]:
@@ -284,10 +286,21 @@ def run(args: argparse.Namespace) -> int:
 
 def with_openfoam(args: argparse.Namespace) -> int:
     """``python -m <module>`` with Debian's OpenFOAM and the real SCOTCH library (built if
-    missing): cases and rankmap take the OpenFOAM of the environment they are given."""
+    missing), or with a flavour built from source (``--openfoam org12``): cases and rankmap
+    take the OpenFOAM of the environment they are given."""
+    which = getattr(args, "openfoam", "v1912")
+    if which not in OPENFOAMS:
+        print(
+            f"bench: unknown OpenFOAM '{which}' -- choose from {', '.join(OPENFOAMS)}",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        env = openfoam.run_env()
-    except openfoam.BuildError as e:
+        if which == "v1912":
+            env = openfoam.run_env()
+        else:
+            env = flavours.run_env(flavours.get(which))
+    except (openfoam.BuildError, flavours.BuildError) as e:
         raise SystemExit(f"bench: {e}") from None
     if os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -406,8 +419,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in PASS_THROUGH:
         # Everything after the verb is the module's own (argparse's REMAINDER would not take
-        # a first argument that starts with "-", such as --json).
-        args = argparse.Namespace(module=PASS_THROUGH[argv[0]], module_args=argv[1:])
+        # a first argument that starts with "-", such as --json), but for a leading
+        # "--openfoam NAME": which OpenFOAM it runs with.
+        rest, which = argv[1:], "v1912"
+        if rest[:1] == ["--openfoam"]:
+            if len(rest) < 2:
+                print(f"bench: --openfoam needs a name: {', '.join(OPENFOAMS)}", file=sys.stderr)
+                return 2
+            which, rest = rest[1], rest[2:]
+        args = argparse.Namespace(module=PASS_THROUGH[argv[0]], module_args=rest, openfoam=which)
         return with_openfoam(args)
     args = parser().parse_args(argv)
     try:

@@ -164,7 +164,10 @@ def ensure_built(flavour: Flavour) -> Path:
 
 def run_env(flavour: Flavour, base: dict | None = None) -> dict:
     """The environment the built flavour's tools run with."""
-    where = prefix(flavour)
+    try:
+        where = prefix(flavour)
+    except sources.SourceError as e:
+        raise BuildError(str(e)) from None
     try:
         recorded = json.loads((where / "env.json").read_text())
     except (OSError, ValueError):

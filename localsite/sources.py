@@ -15,6 +15,7 @@ import os
 import shutil
 import urllib.request
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from topofoam import paths
@@ -86,6 +87,13 @@ def _download(archive: Archive, dest: Path) -> Path:
 
 
 def checksum(path: Path) -> str:
+    """sha256 of the archive, computed once per file version (path, size, mtime)."""
+    st = Path(path).stat()
+    return _checksum(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _checksum(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
