@@ -14,12 +14,16 @@ is rewritten (``adapt``):
   incompressibleFluid;`` in controlDict); OpenFOAM-12 keeps icoFoam and laplacianFoam as legacy
   solvers, which read ``physicalProperties``.
 
-Cases whose solver has no rewrite here (interFoam, the motorbike's surface feature step) say so
-in one line instead of failing inside OpenFOAM.
+- interFoam becomes ``incompressibleVoF``: ``phaseProperties`` and
+  ``physicalProperties.<phase>``, the interface compression in the alpha scheme.
+
+The motorbike's feature edges come from ``surfaceFeatures`` with a ``surfaceFeaturesDict``
+written from the template's ``surfaceFeatureExtractDict`` (``surface_features``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from foamlib import FoamFile
@@ -28,9 +32,9 @@ from cases.errors import CaseError
 
 ESI, ORG = "esi", "org"
 # Bumped when ``adapt`` changes what it writes: part of the prepared-case cache key.
-ADAPT_VERSION = 4
+ADAPT_VERSION = 9
 # Solvers that OpenFOAM-12 runs as a module of foamRun.
-MODULES = {"simpleFoam": "incompressibleFluid"}
+MODULES = {"simpleFoam": "incompressibleFluid", "interFoam": "incompressibleVoF"}
 # Solvers OpenFOAM-12 still has as applications (applications/legacy).
 LEGACY = {"icoFoam", "laplacianFoam"}
 KINEMATIC = "[0 2 -1 0 0 0 0]"  # m^2/s: nu and DT
@@ -73,7 +77,9 @@ def adapt(work: Path, case_name: str, solver: str, flavour: str) -> None:
         )
     constant = work / "constant"
     transport = constant / "transportProperties"
-    if transport.exists():
+    if solver == "interFoam":
+        _two_phases(work)
+    elif transport.exists():
         entries = FoamFile(transport).as_dict()
         lines = []
         if "nu" in entries:
@@ -101,6 +107,94 @@ def adapt(work: Path, case_name: str, solver: str, flavour: str) -> None:
         control["solver"] = MODULES[solver]
     _min_max_functions(control)
     _tolerances(FoamFile(work / "system" / "fvSolution"))
+
+
+def surface_features(work: Path, flavour: str) -> str:
+    """The feature-edge tool for ``flavour``, its dictionary written if need be: ESI's
+    surfaceFeatureExtract, or OpenFOAM-12's surfaceFeatures (surfaceFeatureExtract is a stub
+    there) with the same surfaces, angle and subsets."""
+    if flavour == ESI:
+        return "surfaceFeatureExtract"
+    extract = FoamFile(work / "system" / "surfaceFeatureExtractDict").as_dict()
+    surfaces = [name for name, spec in extract.items() if isinstance(spec, dict)]
+    first = extract[surfaces[0]]
+    subset = first.get("subsetFeatures", {})
+    lines = [
+        f"surfaces        ({' '.join(f'{chr(34)}{s}{chr(34)}' for s in surfaces)});",
+        f"includedAngle   {first.get('includedAngle', 150)};",
+        "subsetFeatures",
+        "{",
+        f"    nonManifoldEdges {'yes' if subset.get('nonManifoldEdges') else 'no'};",
+        f"    openEdges       {'yes' if subset.get('openEdges', True) else 'no'};",
+        "}",
+        "trimFeatures",
+        "{",
+        "    minElem         0;",
+        "    minLen          0;",
+        "}",
+        "writeObj        yes;",
+    ]
+    # OpenFOAM-12 names a surface by its key and reads the file from 'file'.
+    snappy = work / "system" / "snappyHexMeshDict"
+    if snappy.exists():
+        snappy.write_text(
+            re.sub(
+                r"(\n\s*)(\S+\.(?:obj|stl))(\s*\{\s*type\s+triSurfaceMesh;\s*)name\s+(\w+);",
+                lambda m: f'{m[1]}{m[4]}{m[3]}file "{m[2]}";',
+                snappy.read_text(),
+            ).replace("type box;", "type searchableBox;")  # ESI's short name
+        )
+    # OpenFOAM-12 keeps the mesh quality defaults under caseDicts/mesh/generation.
+    quality = work / "system" / "meshQualityDict"
+    if quality.exists():
+        quality.write_text(
+            quality.read_text().replace(
+                '#includeEtc "caseDicts/meshQualityDict"',
+                '#includeEtc "caseDicts/mesh/generation/meshQualityDict"',
+            )
+        )
+    path = work / "system" / "surfaceFeaturesDict"
+    _write(path, "surfaceFeaturesDict", lines)
+    path.write_text(path.read_text().replace('location    "constant"', 'location    "system"'))
+    return "surfaceFeatures"
+
+
+def _two_phases(work: Path) -> None:
+    """interFoam's transportProperties as incompressibleVoF's phaseProperties and
+    physicalProperties.<phase>; the interface compression moves from cAlpha (fvSolution)
+    into the alpha scheme (fvSchemes)."""
+    transport = work / "constant" / "transportProperties"
+    entries = FoamFile(transport).as_dict()
+    phases = list(entries["phases"])
+    _write(
+        work / "constant" / "phaseProperties",
+        "phaseProperties",
+        [f"phases          ({' '.join(phases)});", f"sigma           {_value(entries['sigma'])};"],
+    )
+    for phase in phases:
+        _write(
+            work / "constant" / f"physicalProperties.{phase}",
+            f"physicalProperties.{phase}",
+            [
+                "viscosityModel  constant;",
+                f"nu              {KINEMATIC} {_value(entries[phase]['nu'])};",
+                f"rho             [1 -3 0 0 0 0 0] {_value(entries[phase]['rho'])};",
+            ],
+        )
+    transport.unlink()
+    solution = FoamFile(work / "system" / "fvSolution")
+    c_alpha = 1.0
+    for name, spec in (solution.as_dict().get("solvers") or {}).items():
+        if isinstance(spec, dict) and "cAlpha" in spec:
+            c_alpha = float(spec["cAlpha"])
+            del solution["solvers", name, "cAlpha"]
+    schemes = FoamFile(work / "system" / "fvSchemes")
+    div = schemes.as_dict()["divSchemes"]
+    scheme = div.get("div(phi,alpha)", ("Gauss", "vanLeer"))
+    limiter = scheme[-1] if isinstance(scheme, (list, tuple)) else str(scheme).split()[-1]
+    schemes["divSchemes", "div(phi,alpha)"] = ("Gauss", "interfaceCompression", limiter, c_alpha)
+    if "div(phirb,alpha)" in div:
+        del schemes["divSchemes", "div(phirb,alpha)"]
 
 
 def _min_max_functions(control: FoamFile) -> None:

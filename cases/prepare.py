@@ -461,7 +461,8 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
     surface.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(geometry, "rb") as src, open(surface, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    _run("surfaceFeatureExtract", [], work, env, "extracting surface features")
+    tool = flavour.surface_features(work, flavour.of_environment(env))
+    _run(tool, [], work, env, "extracting surface features")
     _run("blockMesh", [], work, env, "meshing (background)")
     _run("snappyHexMesh", ["-overwrite"], work, env, "meshing (snappyHexMesh)")
     for i in range(size.mirror):

@@ -82,6 +82,22 @@ def foam_env() -> dict:
     return dict(openfoam.run_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
+def org12_env() -> dict:
+    """Environment to run the cached OpenFOAM-12 build (patches/org-12); skips the test,
+    saying why, when there is none (it needs the source archive: TOPOFOAM_SOURCES)."""
+    from localsite import flavours
+
+    org12 = flavours.get("org12")
+    if not flavours.is_built(org12):
+        pytest.skip(
+            "no cached OpenFOAM-12 build for the current inputs: './bench build org12' with "
+            "TOPOFOAM_SOURCES naming the folder of OpenFOAM-12.tar.gz (CI: ../shared/offline)"
+        )
+    return dict(
+        flavours.run_env(org12), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"
+    )
+
+
 def decomposed_case(dest: Path, cells: tuple[int, int, int], parts: int) -> Path:
     """The cavity tutorial with ``cells`` blocks, decomposed by SCOTCH into ``parts``."""
     from cases.tutorial import decompose_tutorial
