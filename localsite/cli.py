@@ -58,6 +58,14 @@ def _partition_list(values: list[str] | None) -> list[str]:
     return chosen
 
 
+def _environments(which: str) -> list[str]:
+    """ReFrame's -p options for --openfoam: Debian's v1912 (the default), a flavour built
+    from source, or all."""
+    if which == "all":
+        return []
+    return ["-p", f"^openfoam-{which}"]
+
+
 def _reframe_command(partition: str, report: Path, tags: list[str], extra: list[str]) -> list[str]:
     # The reframe script of the interpreter running us (the project's virtualenv).
     cmd = [
@@ -140,6 +148,7 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
         last = json.loads(_last_run(results).read_text())
         args.partition, args.tag = last["partitions"], last["tags"]
         args.reframe_args, started = last["reframe_args"], last["started"]
+        args.openfoam = last.get("openfoam", "v1912")
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(
             f"no earlier './bench run' recorded in {_last_run(results)} -- run './bench run' first"
@@ -190,7 +199,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"bench: OpenFOAM libraries: {lib}")
 
     # What site-configs/local.py reads instead of probing the machine itself.
-    facts.write()
+    found_facts = facts.load(facts.write())
+    for name, flavour in found_facts["flavours"].items():
+        if args.openfoam in (name, "all") and not flavour["built"]:
+            if args.openfoam == name:
+                raise UsageError(f"OpenFOAM {name}: {flavour['why_not']}")
+            print(f"bench: OpenFOAM {name} left out: {flavour['why_not']}")
     # A killed earlier run may still be computing: its timings and ours would both be wrong.
     found = strays.find(results / "reframe" / "stage")
     other = strays.running_reframe(found)
@@ -216,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
                     "partitions": partitions,
                     "tags": args.tag,
                     "reframe_args": args.reframe_args,
+                    "openfoam": args.openfoam,
                 }
             )
             + "\n"
@@ -247,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
                 env = cluster.client_env(env)
             report = reports / f"{stamp}-{partition}.json"
             print(f"bench: ReFrame on local:{partition}", flush=True)
-            extra = args.reframe_args + skip.get(partition, [])
+            extra = _environments(args.openfoam) + args.reframe_args + skip.get(partition, [])
             done = subprocess.run(
                 _reframe_command(partition, report, args.tag, extra), env=env, cwd=paths.REPO
             )
@@ -393,6 +408,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="after an interrupted or failed run: rerun what of it did not pass (what never "
         "ran included), with its own selection",
+    )
+    r.add_argument(
+        "--openfoam",
+        choices=("all", *OPENFOAMS),
+        default="v1912",
+        help="the OpenFOAM whose environments run: Debian's v1912 (default), org12 (built "
+        "with './bench build org12'), or all",
     )
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)

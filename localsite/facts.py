@@ -13,10 +13,11 @@ import json
 import sys
 from pathlib import Path
 
+from localsite import flavours, sources
 from topofoam import paths
 
 #: Bump when the file's layout changes: local.py refuses a file of another version.
-VERSION = 1
+VERSION = 2
 
 
 class FactsError(RuntimeError):
@@ -50,6 +51,24 @@ def gather() -> dict:
         },
         "openfoam_dir": str(openfoam.PROJECT_DIR),
         "tutorials": str(openfoam.EXAMPLES),
+        "flavours": {name: _flavour(name) for name in flavours.FLAVOURS},
+    }
+
+
+def _flavour(name: str) -> dict:
+    """A flavour built from source: its folder and environment when built, else why not."""
+    flavour = flavours.get(name)
+    try:
+        where = flavours.prefix(flavour)
+    except (sources.SourceError, flavours.BuildError) as e:
+        return {"built": False, "why_not": str(e)}
+    if not (where / ".complete").exists():
+        return {"built": False, "why_not": f"not built -- run './bench build {name}'"}
+    return {
+        "built": True,
+        "prefix": str(where),
+        "build_id": where.name,
+        "env": json.loads((where / "env.json").read_text()),
     }
 
 

@@ -23,6 +23,11 @@ Environments:
                            the PatchedOpenFOAMBuild fixture, once, into the cache; see
                            localsite/build-openfoam.sh).
 
+  openfoam-org12           OpenFOAM-12 (the Foundation's, VSC-5's and hpc2's) built from source
+  openfoam-org12-patched   with patches/org-12 (off unless switched on: one build for both;
+                           ``./bench build org12``); present once built. ``./bench run``
+                           selects the v1912 environments unless given ``--openfoam``.
+
 Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by hand:
 ``reframe -C site-configs/local.py -c reframe -r``.
 """
@@ -167,6 +172,48 @@ if _slurm_conf == str(_emu.conf):
         }
     )
 
+
+def _built_env(flavour: dict) -> list[list[str]]:
+    """A flavour's environment (what its etc/bashrc set, recorded at build time): PATH and
+    LD_LIBRARY_PATH get the build's own folders in front, the other variables their values."""
+    prefix = flavour["prefix"]
+    env = []
+    for key, value in sorted(flavour["env"].items()):
+        if key in ("PATH", "LD_LIBRARY_PATH"):
+            own = [p for p in value.split(":") if p.startswith(prefix)]
+            env.append([key, ":".join(own + [f"${key}"])])
+        elif key.startswith(("WM_", "FOAM_", "MPI_", "SCOTCH_", "ParaView_")):
+            env.append([key, value])
+    return env
+
+
+def _org12_environments() -> list[dict]:
+    """OpenFOAM-12 (patches/org-12 applied, off unless switched on), once built: as stock
+    (openfoam-org12) and patched (openfoam-org12-patched), one build for both."""
+    org12 = _facts["flavours"].get("org12", {})
+    if not org12.get("built"):
+        return []
+    extras = {
+        "openfoam_version": "12",
+        "openfoam_flavour": "org",
+        "build_id": org12["build_id"],
+        "build_flavour": "org12",
+    }
+    base = {"env_vars": _built_env(org12), "extras": extras}
+    return [
+        {"name": "openfoam-org12", "features": ["openfoam", "openfoam-org", "scotch"], **base},
+        {
+            "name": "openfoam-org12-patched",
+            "features": ["openfoam", "openfoam-org", "scotch", "reduction-schedule"],
+            **base,
+        },
+    ]
+
+
+_org12 = _org12_environments()
+for _part in _partitions:
+    _part["environs"] += [e["name"] for e in _org12]
+
 site_configuration = {
     "systems": [
         {
@@ -215,6 +262,7 @@ site_configuration = {
                 "build_id": _builds["patched_id"],
             },
         },
+        *_org12,
     ],
     **sitekit.common.sections(_results),
 }

@@ -151,6 +151,10 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
         if extras.get("build_target"):
             self.executable = sys.executable
             self.executable_opts = ["-m", "localsite.openfoam", extras["build_target"]]
+        elif extras.get("build_flavour"):
+            # A flavour built from source (./bench build org12): a no-op once built.
+            self.executable = sys.executable
+            self.executable_opts = ["-m", "localsite.flavours", extras["build_flavour"]]
         elif extras.get("spack_spec"):
             # The project's Spack environment: spack.yaml and the overlay repository with
             # patches/ (a no-op once installed).
@@ -166,7 +170,7 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
                 self.job.exitcode, 0, msg="spack install ended with exit code {0} (see its output)"
             )
         return sn.assert_found(
-            r"^/\S+/lib$", self.stdout, msg="the local OpenFOAM build printed no library folder"
+            r"^/\S+$", self.stdout, msg="the local OpenFOAM build printed no folder"
         )
 
 

@@ -30,12 +30,22 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
     #: prices node-hours without reading the site configuration.
     node_hour_price = variable(str, value="", loggable=True)
     currency = variable(str, value="", loggable=True)
+    #: The OpenFOAM that ran: its flavour (esi: ESI's; org: the Foundation's) and version,
+    #: e.g. 'esi v1912', 'org 12' (the environment's extras).
+    openfoam = variable(str, value="", loggable=True)
     sourcesdir = None  # the case comes from the fixture, nothing from reframe/src
 
     #: The job script's commands before the solver, by phase, in this order. Hooks add to a
     #: phase (``add_prerun``); ``assemble_prerun`` writes them out last, so the order of the
     #: script never depends on the order the hooks ran in.
     PRERUN_PHASES = ("stage_in", "prepare", "place", "probe", "start")
+
+    @run_after("setup")
+    def log_openfoam(self):
+        extras = self.current_environ.extras
+        self.openfoam = (
+            f"{extras.get('openfoam_flavour', '?')} {extras.get('openfoam_version', '?')}"
+        )
 
     @run_after("setup")
     def log_site_price(self):

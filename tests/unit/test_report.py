@@ -417,3 +417,32 @@ def test_stage_table_speedup_over_the_defaults(tmp_path):
         "| intra2 | zen3_0512 | 1 node | binding block, ucx rndv16k, coll default | 8 | "
         "binding block, ucx auto, coll default | 10 | 1.250 | 3 |"
     ) in md
+
+
+def test_the_summary_counts_runs_by_openfoam(tmp_path):
+    """Runs of both flavours (TEST DATA rows) are counted per OpenFOAM, failed ones included
+    (a performance check's row without any value is not a run: the reader leaves it out)."""
+    header = [
+        "job_completion_time", "reframe version", "result", "case", "display_name", "environ",
+        "hashcode", "partition", "stage", "system", "openfoam", "wall_value", "wall_unit",
+    ]  # fmt: skip
+    rows = [
+        ["2026-11-23T02:00:00", "reframe 4.10.4", "pass", "pitzDaily", "CaseRun",
+         "openfoam-v1912", "a1", "cpu", "cases", "local", "esi v1912", "1.0", "s"],
+        ["2026-11-23T02:00:01", "reframe 4.10.4", "pass", "pitzDaily", "CaseRun",
+         "openfoam-org12", "a2", "cpu", "cases", "local", "org 12", "1.1", "s"],
+        ["2026-11-23T02:00:02", "reframe 4.10.4", "fail", "cavity2D", "CaseRun",
+         "openfoam-org12", "a3", "cpu", "cases", "local", "org 12", "1.2", "s"],
+        ["2026-11-23T02:00:03", "reframe 4.10.4", "pass", "cavity2D", "PreparedCase",
+         "openfoam-org12", "a4", "cpu", "", "local", "", "", ""],
+    ]  # fmt: skip
+    results = tmp_path / "results"
+    write_rows(results / "perflogs" / "local" / "cpu" / "CaseRun.log", header, rows[:3])
+    write_rows(results / "perflogs" / "local" / "cpu" / "PreparedCase.log", header, rows[3:])
+    md = build(results, "local", images=False, say=lambda _: None).markdown.read_text()
+    table = table_after(md, "Runs by OpenFOAM (esi: ESI's, org: the Foundation's)")
+    assert table[0] == ["OpenFOAM", "environment", "runs", "passed"]
+    assert table[2:] == [
+        ["esi v1912", "openfoam-v1912", "1", "1"],
+        ["org 12", "openfoam-org12", "2", "1"],
+    ]

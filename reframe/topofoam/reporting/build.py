@@ -89,6 +89,23 @@ class Builder:
             "prove the multi-node code paths, not performance: they appear in the "
             'scaling section only, marked "emulated".',
         )
+        # Which OpenFOAM ran: the runs' 'openfoam' column (flavour and version), else their
+        # environment's name; every comparison below stays within one environment.
+        by_openfoam: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        # Fixtures (case preparation, builds) log no 'openfoam': their environment's does.
+        of_environ = {r["environ"]: r["openfoam"] for r in coll.rows if r.get("openfoam")}
+        for r in coll.rows:
+            environ = r.get("environ") or "?"
+            key = (r.get("openfoam") or of_environ.get(environ) or "not logged", environ)
+            by_openfoam[key][0] += 1
+            by_openfoam[key][1] += r.get("result") == "pass"
+        sec.add(
+            Table(
+                ["OpenFOAM", "environment", "runs", "passed"],
+                [[f, e, str(n), str(p)] for (f, e), (n, p) in sorted(by_openfoam.items())],
+                caption="Runs by OpenFOAM (esi: ESI's, org: the Foundation's)",
+            )
+        )
         return sec
 
     def failures(self, coll: Collection):
