@@ -131,8 +131,9 @@ SITE_FACTS = {
 @pytest.mark.parametrize("site", sorted(SITE_FACTS))
 def test_inter1_job_scripts(site, tmp_path):
     """Every inter1 job: the site's #SBATCH lines, nodes x ranks per node as its layout says,
-    rankmap's placement for the allocation, srun with the arbitrary distribution and the CPU
-    map, and exactly the UCX settings of its preset."""
+    rankmap's placement for the allocation (hop-bytes priced by the site's own costs), srun
+    with the arbitrary distribution and the CPU map, and exactly the UCX settings of its
+    preset."""
     sbatch, topology = SITE_FACTS[site]
     scripts = job_scripts(site, tmp_path, "-t", "inter1")
     assert len(scripts) == EXPECTED[site]["inter1"]
@@ -145,8 +146,15 @@ def test_inter1_job_scripts(site, tmp_path):
         assert nodes >= 2 and ntasks == nodes * ppn
         assert ppn == {"vsc5": 128, "hpc2": 48, "oci": 36}[site]
         (rankmap,) = [ln for ln in script.splitlines() if " -m rankmap map " in ln]
+        # Hop-bytes priced by the system's own published costs (no p2p run here), never
+        # another system's: OCI has none published.
+        costs = {
+            "vsc5": "--cost-system vsc5 --cost-size 1000",
+            "hpc2": "--cost-system hpc2 --cost-size 1000",
+            "oci": "--cost-system none",
+        }[site]
         assert re.search(
-            rf"--topology '{topology}\w*' --nodes {nodes} --placement block "
+            rf"--topology '{topology}\w*' --nodes {nodes} --placement block {costs} "
             r"--hosts \$\(paste -sd, hosts.alloc\) --out map",
             rankmap,
         ), rankmap
