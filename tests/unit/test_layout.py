@@ -34,6 +34,7 @@ builtins.open = guarded_open
 config = runpy.run_path(sys.argv[1])["site_configuration"]
 assert dict(os.environ) == env, "the environment changed"
 print(json.dumps([p["name"] for s in config["systems"] for p in s["partitions"]]))
+print(json.dumps({p["name"]: p["environs"] for s in config["systems"] for p in s["partitions"]}))
 """
 
 
@@ -51,7 +52,7 @@ def load_site(site, tmp_path, **env):
 def test_cluster_sites_load_without_doing_anything(site, tmp_path):
     done = load_site(site, tmp_path, TOPOFOAM_RESULTS=str(tmp_path / "results"))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout)
+    assert json.loads(done.stdout.splitlines()[0])
     assert list(tmp_path.iterdir()) == []
 
 
@@ -65,7 +66,7 @@ def test_the_local_site_reads_its_facts_and_probes_nothing(tmp_path):
         f"'./bench setup' (it writes them)\n"
     )
     facts = {
-        "version": 1,
+        "version": 2,
         "processor": {"num_cpus": 2},
         "cores": 2,
         "numa_nodes": 1,
@@ -77,15 +78,30 @@ def test_the_local_site_reads_its_facts_and_probes_nothing(tmp_path):
         },
         "openfoam_dir": "/usr/share/openfoam",
         "tutorials": "/t",
+        "flavours": {"org12": {"built": False, "why_not": "not built"}},
     }
     (results / "local-site.json").write_text(json.dumps(facts))
     done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == ["cpu"]
+    names, environs = (json.loads(line) for line in done.stdout.splitlines())
+    assert names == ["cpu"]
+    assert environs["cpu"] == ["openfoam-v1912", "openfoam-v1912-patched"]
     # The Slurm partitions are there when ReFrame's Slurm clients are pointed at ours.
     conf = REPO / ".run" / "slurm" / "slurm.conf"
     done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results), SLURM_CONF=str(conf))
-    assert json.loads(done.stdout) == ["cpu", "slurm"]
+    assert json.loads(done.stdout.splitlines()[0]) == ["cpu", "slurm"]
+    # A built OpenFOAM-12 (its folder and recorded environment) joins every partition.
+    facts["flavours"]["org12"] = {
+        "built": True,
+        "prefix": "/o",
+        "build_id": "org12-x",
+        "env": {"PATH": "/o/OpenFOAM-12/bin:/usr/bin", "WM_PROJECT_VERSION": "12"},
+    }
+    (results / "local-site.json").write_text(json.dumps(facts))
+    done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    environs = json.loads(done.stdout.splitlines()[1])
+    assert environs["cpu"] == ["openfoam-v1912", "openfoam-v1912-patched", "openfoam-org12"]
     assert sorted(p.name for p in results.iterdir()) == ["local-site.json"]
 
 
