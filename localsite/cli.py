@@ -17,6 +17,7 @@ one line, "bench: <cause> -- <fix>", and a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import subprocess
@@ -164,10 +165,40 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
     return skip, started
 
 
+def _hold_results(results: Path):
+    """An exclusive lock on the results folder for this run's lifetime (the kernel drops it
+    when the process ends, however it ends), so that a second ./bench run there stops at
+    once instead of mixing its timings with ours. A run of ReFrame started by hand holds
+    none: strays.running_reframe finds that one."""
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        lock = open(results / ".bench-run.lock", "a+")
+    except OSError as e:
+        raise SystemExit(
+            f"bench: cannot use the results folder {results} ({e.strerror}) -- set "
+            f"TOPOFOAM_RESULTS to a folder you can write"
+        ) from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "?"
+        raise UsageError(
+            f"another run of the suite is going on in {results} (./bench run, pid {holder}) "
+            f"-- wait for it, stop it, or give this run its own folder with TOPOFOAM_RESULTS"
+        ) from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
     results = paths.results_dir()
+    lock = _hold_results(results)  # noqa: F841 -- held until this function returns
     skip: dict[str, list[str]] = {}
     if args.resume:
         # The report then covers the whole resumed run, from its first start.

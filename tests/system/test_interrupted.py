@@ -110,8 +110,10 @@ def test_a_run_still_going_on_is_not_killed_but_named(env, tmp_path):
         done = bench_cli("run", "--partition", "cpu", "--tag", "fast", env=env)
         assert done.returncode == 2
         assert done.stderr.startswith(
-            f"bench: another run of the suite is going on in {tmp_path / 'results'} (ReFrame, pid "
-        )
+            f"bench: another run of the suite is going on in {tmp_path / 'results'} "
+            f"(./bench run, pid {first.pid}) -- wait for it, stop it, or give this run its "
+            f"own folder with TOPOFOAM_RESULTS"
+        ), done.stderr
         assert first.poll() is None  # untouched
     finally:
         os.killpg(first.pid, signal.SIGKILL)
