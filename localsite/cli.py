@@ -198,7 +198,6 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
     results = paths.results_dir()
-    lock = _hold_results(results)  # noqa: F841 -- held until this function returns
     skip: dict[str, list[str]] = {}
     if args.resume:
         # The report then covers the whole resumed run, from its first start.
@@ -217,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
                 f"partition '{needs_root}' needs root (its Slurm daemons run as "
                 f"root) -- rerun as root, or choose '--partition cpu'"
             )
+    lock = _hold_results(results)  # noqa: F841 -- held until this function returns
     try:
         lib = openfoam.ensure_built()
     except openfoam.BuildError as e:
