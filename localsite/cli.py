@@ -216,7 +216,6 @@ def run(args: argparse.Namespace) -> int:
                 f"partition '{needs_root}' needs root (its Slurm daemons run as "
                 f"root) -- rerun as root, or choose '--partition cpu'"
             )
-    lock = _hold_results(results)  # noqa: F841 -- held until this function returns
     try:
         lib = openfoam.ensure_built()
     except openfoam.BuildError as e:
@@ -228,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
             f"you can write"
         ) from None
     print(f"bench: OpenFOAM libraries: {lib}")
+    lock = _hold_results(results)  # noqa: F841 -- held until this function returns
 
     # What site-configs/local.py reads instead of probing the machine itself.
     found_facts = facts.load(facts.write())
