@@ -13,7 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from localsite import openfoam
+from localsite import flavours, openfoam
 from topofoam import paths
 
 SOURCE = paths.REPO / "reframe" / "src" / "reduceTest" / "reduceTest.C"
@@ -81,6 +81,80 @@ def executable() -> Path:
         raise RuntimeError(f"compiling {SOURCE} failed:\n{done.stderr[-3000:]}")
     tmp.rename(exe)
     return exe
+
+
+# OpenFOAM-12: one build with patches/org-12 (off unless switched on), its own headers.
+ORG12_FLAGS = [f for f in CXXFLAGS if not f.startswith(("-std=", "-DOPENFOAM="))] + ["-std=c++14"]
+
+
+def org12_executable() -> Path:
+    """reduceTest compiled against the cached OpenFOAM-12 build, cached by the source, the
+    build's folder name (its inputs) and the flags."""
+    env = flavours.run_env(flavours.get("org12"))
+    tree = Path(env["WM_PROJECT_DIR"])
+    libbin = Path(env["FOAM_LIBBIN"])
+    key = hashlib.sha256(
+        SOURCE.read_bytes() + str(libbin).encode() + " ".join(ORG12_FLAGS).encode()
+    ).hexdigest()[:16]
+    exe = paths.cache_dir() / "openfoam" / f"reduceTest-org12-{key}" / "reduceTest"
+    if exe.exists():
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_suffix(".tmp")
+    done = subprocess.run(
+        [
+            "g++",
+            *ORG12_FLAGS,
+            f"-I{tree / 'src' / 'OpenFOAM' / 'lnInclude'}",
+            f"-I{tree / 'src' / 'OSspecific' / 'POSIX' / 'lnInclude'}",
+            str(SOURCE),
+            "-o",
+            str(tmp),
+            f"-L{libbin}",
+            f"-L{libbin / env['FOAM_MPI']}",
+            "-Wl,--no-as-needed",
+            "-lOpenFOAM",
+            "-lPstream",
+            "-ldl",
+            "-lm",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling {SOURCE} for OpenFOAM-12 failed:\n{done.stderr[-3000:]}")
+    tmp.rename(exe)
+    return exe
+
+
+def org12_run(
+    ranks: int, folder: Path, *, schedule: Path | None = None, sums: bool = False
+) -> subprocess.CompletedProcess:
+    """reduceTest on OpenFOAM-12 in ``folder``. OpenFOAM-12 has no -opt-switch: it merges the
+    system/controlDict of the working folder into its switches, so ``sums`` writes one there
+    with reductionScheduleSums 1."""
+    env = dict(
+        flavours.run_env(flavours.get("org12")),
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_mpi_yield_when_idle="1",
+    )
+    env.pop("FOAM_REDUCTION_SCHEDULE", None)
+    if schedule is not None:
+        env["FOAM_REDUCTION_SCHEDULE"] = str(schedule)
+    control = Path(folder) / "system" / "controlDict"
+    control.parent.mkdir(parents=True, exist_ok=True)
+    control.write_text(
+        "FoamFile { format ascii; class dictionary; object controlDict; }\n"
+        + ("OptimisationSwitches { reductionScheduleSums 1; }\n" if sums else "")
+    )
+    cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"]
+    for var in ("PATH", "LD_LIBRARY_PATH", "WM_PROJECT_DIR", "FOAM_REDUCTION_SCHEDULE"):
+        if var in env:
+            cmd += ["-x", var]
+    cmd += [str(org12_executable()), "-parallel"]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder, timeout=600)
 
 
 def environment(patched: bool, schedule: Path | None = None) -> dict:
