@@ -28,7 +28,7 @@ def test_reductions_along_the_schedule_equal_stock_on_openfoam12(ranks, tmp_path
 
     scheduled, log = run_ok(ranks, tmp_path / "schedule", schedule=schedule)
     assert_same_results(stock, scheduled)
-    assert f"reductionSchedule: {schedule} for {ranks} ranks, edges by level" in log
+    assert f'reductionSchedule: "{schedule}" for {ranks} ranks, edges by level' in log
     assert f"inter-node edges {edges[3]}" in log
     assert "scalar sum/min reductions follow the" not in log
 

@@ -24,6 +24,7 @@ Description
 
 #include "argList.H"
 #include "Pstream.H"
+#include "PstreamReduceOps.H"
 #include "vector.H"
 #include "Vector2D.H"
 #include "clockTime.H"
@@ -35,8 +36,11 @@ using namespace Foam;
 
 int main(int argc, char *argv[])
 {
+#if OPENFOAM
+    // ESI (OPENFOAM=1912): the Foundation's OpenFOAM-12 has neither
     argList::noBanner();
     argList::noCheckProcessorDirectories();
+#endif
     argList::addOption("repeat", "N", "Time N reductions of each kind");
     argList args(argc, argv);
 
@@ -81,7 +85,11 @@ int main(int argc, char *argv[])
     }
     Info<< "gatherScatterList " << returnReduce(listOk, andOp<bool>()) << nl;
 
+#if OPENFOAM
     const label repeat = args.lookupOrDefault<label>("repeat", 0);
+#else
+    const label repeat = args.optionLookupOrDefault<label>("repeat", 0);
+#endif
     if (repeat > 0)
     {
         // v1912 has no barrier: a reduce-and-broadcast synchronises all ranks
