@@ -107,7 +107,7 @@ def series_dir(flavour: Flavour) -> Path:
 
 def prefix(flavour: Flavour, archive: Path | None = None) -> Path:
     """The build folder for the current inputs (built or not)."""
-    archive = archive or sources.find(flavour.archive)
+    archive = archive or sources.find(flavour.archive, download=False)
     digest = hashlib.sha256(
         f"{flavour.name}\0{BUILD_VERSION}\0{sources.checksum(archive)}\0".encode()
     )

@@ -55,19 +55,26 @@ def executable() -> Path:
         SOURCE.read_bytes() + openfoam.source_version().encode() + " ".join(CXXFLAGS).encode()
     ).hexdigest()[:16]
     exe = paths.cache_dir() / "openfoam" / f"reduceTest-{key}" / "reduceTest"
-    if exe.exists():
-        return exe
+    if not exe.exists():
+        _compile(exe, CXXFLAGS, [include_dir()], [Path("/usr/lib")])
+    return exe
+
+
+def _compile(
+    exe: Path, flags: list[str], includes: list[Path], libdirs: list[Path], env=None
+) -> None:
+    """reduceTest into ``exe`` (through a temporary name: a cut compile leaves nothing)."""
     exe.parent.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_suffix(".tmp")
     done = subprocess.run(
         [
             "g++",
-            *CXXFLAGS,
-            f"-I{include_dir()}",
+            *flags,
+            *(f"-I{d}" for d in includes),
             str(SOURCE),
             "-o",
             str(tmp),
-            "-L/usr/lib",
+            *(f"-L{d}" for d in libdirs),
             "-Wl,--no-as-needed",
             "-lOpenFOAM",
             "-lPstream",
@@ -76,11 +83,11 @@ def executable() -> Path:
         ],
         capture_output=True,
         text=True,
+        env=env,
     )
     if done.returncode != 0:
         raise RuntimeError(f"compiling {SOURCE} failed:\n{done.stderr[-3000:]}")
     tmp.rename(exe)
-    return exe
 
 
 # OpenFOAM-12: one build with patches/org-12 (off unless switched on), its own headers.
@@ -97,34 +104,12 @@ def org12_executable() -> Path:
         SOURCE.read_bytes() + str(libbin).encode() + " ".join(ORG12_FLAGS).encode()
     ).hexdigest()[:16]
     exe = paths.cache_dir() / "openfoam" / f"reduceTest-org12-{key}" / "reduceTest"
-    if exe.exists():
-        return exe
-    exe.parent.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_suffix(".tmp")
-    done = subprocess.run(
-        [
-            "g++",
-            *ORG12_FLAGS,
-            f"-I{tree / 'src' / 'OpenFOAM' / 'lnInclude'}",
-            f"-I{tree / 'src' / 'OSspecific' / 'POSIX' / 'lnInclude'}",
-            str(SOURCE),
-            "-o",
-            str(tmp),
-            f"-L{libbin}",
-            f"-L{libbin / env['FOAM_MPI']}",
-            "-Wl,--no-as-needed",
-            "-lOpenFOAM",
-            "-lPstream",
-            "-ldl",
-            "-lm",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"compiling {SOURCE} for OpenFOAM-12 failed:\n{done.stderr[-3000:]}")
-    tmp.rename(exe)
+    if not exe.exists():
+        headers = [
+            tree / "src" / "OpenFOAM" / "lnInclude",
+            tree / "src" / "OSspecific" / "POSIX" / "lnInclude",
+        ]
+        _compile(exe, ORG12_FLAGS, headers, [libbin, libbin / env["FOAM_MPI"]], env)
     return exe
 
 

@@ -40,8 +40,9 @@ def sources_dir() -> Path | None:
     return Path(value) if value else None
 
 
-def find(archive: Archive) -> Path:
-    """The archive's path: from TOPOFOAM_SOURCES, else the cache, else downloaded."""
+def find(archive: Archive, download: bool = True) -> Path:
+    """The archive's path: from TOPOFOAM_SOURCES, else the cache, else downloaded (only when
+    ``download``: looking a build up must not fetch its sources)."""
     folder = sources_dir()
     if folder is not None:
         for candidate in (folder / archive.name, folder / archive.mirror_path):
@@ -57,6 +58,11 @@ def find(archive: Archive) -> Path:
     if cached.is_file():
         return cached
     where = "TOPOFOAM_SOURCES (not set)"
+    if not download:
+        raise SourceError(
+            f"{archive.name} is not in {where} nor in {cached.parent} -- set TOPOFOAM_SOURCES "
+            f"to its folder, or build once to download it"
+        )
     try:
         return _download(archive, cached)
     except OSError as e:
