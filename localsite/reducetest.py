@@ -119,6 +119,22 @@ def org12_run(
     """reduceTest on OpenFOAM-12 in ``folder``. OpenFOAM-12 has no -opt-switch: it merges the
     system/controlDict of the working folder into its switches, so ``sums`` writes one there
     with reductionScheduleSums 1."""
+    control = Path(folder) / "system" / "controlDict"
+    control.parent.mkdir(parents=True, exist_ok=True)
+    control.write_text(
+        "FoamFile { format ascii; class dictionary; object controlDict; }\n"
+        + ("OptimisationSwitches { reductionScheduleSums 1; }\n" if sums else "")
+    )
+    return org12_mpirun(
+        ranks, [str(org12_executable()), "-parallel"], cwd=folder, schedule=schedule
+    )
+
+
+def org12_mpirun(
+    ranks: int, args: list[str], *, cwd: Path | None = None, schedule: Path | None = None
+) -> subprocess.CompletedProcess:
+    """An OpenFOAM-12 program on ``ranks`` MPI ranks (oversubscribed if need be), with the
+    schedule at ``schedule`` or none."""
     env = dict(
         flavours.run_env(flavours.get("org12")),
         OMPI_ALLOW_RUN_AS_ROOT="1",
@@ -128,18 +144,11 @@ def org12_run(
     env.pop("FOAM_REDUCTION_SCHEDULE", None)
     if schedule is not None:
         env["FOAM_REDUCTION_SCHEDULE"] = str(schedule)
-    control = Path(folder) / "system" / "controlDict"
-    control.parent.mkdir(parents=True, exist_ok=True)
-    control.write_text(
-        "FoamFile { format ascii; class dictionary; object controlDict; }\n"
-        + ("OptimisationSwitches { reductionScheduleSums 1; }\n" if sums else "")
-    )
     cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"]
     for var in ("PATH", "LD_LIBRARY_PATH", "WM_PROJECT_DIR", "FOAM_REDUCTION_SCHEDULE"):
         if var in env:
             cmd += ["-x", var]
-    cmd += [str(org12_executable()), "-parallel"]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=folder, timeout=600)
+    return subprocess.run(cmd + args, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
 
 
 def environment(patched: bool, schedule: Path | None = None) -> dict:

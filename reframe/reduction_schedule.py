@@ -48,7 +48,7 @@ class ReductionScheduleRun(PlacedRun):
             self.schedule_from("reductionSchedule")
             self.forward_to_ranks("FOAM_REDUCTION_SCHEDULE")
         if self.variant == "global+sums":
-            self.executable_opts += ["-opt-switch", "reductionScheduleSums=1"]
+            self.set_optimisation_switches(reductionScheduleSums=1)
 
     @sanity_function
     def assert_schedule_in_use(self):

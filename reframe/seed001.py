@@ -109,6 +109,13 @@ class Seed001Run(CountsMpiCalls, SweepRun):
         info = type(self).get_variant_info(self.variant_num, recurse=True)["fixtures"]
         return info["standard_run"]["fixtures"]["prepared"]["params"]["case"]
 
+    @run_after("init")
+    def need_the_mules_patch(self):
+        # OpenFOAM-12's MULES limiter already exchanges with neighbours only (patches/README.md
+        # gives the MPI counts), so only an OpenFOAM with the v1912 patch has the variant.
+        if "optMULES" in self.variant:
+            self.valid_prog_environs = ["+seed001 +optmules"]
+
     def applies(self, part, nodes, ppn):
         if "optMULES" in self.variant and self._case_name() not in MULES_SOLVERS:
             return False
@@ -125,7 +132,7 @@ class Seed001Run(CountsMpiCalls, SweepRun):
             # seed 001 reports under 1% for its head-form case).
             self.fields_rtol = INTERFACE_RTOL if self.case in MULES_SOLVERS else 1e-6
         if "optMULES" in self.variant:
-            self.executable_opts += ["-opt-switch", "mulesNeighbourExchange=1"]
+            self.set_optimisation_switches(mulesNeighbourExchange=1)
 
     @run_before("run")
     def use_the_solver(self):

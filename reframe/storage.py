@@ -95,8 +95,10 @@ class StorageRun(PreparedCaseRun):
         cmds += [
             _elapsed("stage_in"),
             'echo "rundir $RUNDIR"',
-            f'foamDictionary -entry writeInterval -set {every} "$RUNDIR/system/controlDict" '
-            f"> /dev/null",
+            # From the case folder: OpenFOAM-12's foamDictionary takes the file relative to
+            # the case even when it is absolute.
+            f'(cd "$RUNDIR" && foamDictionary -entry writeInterval -set {every} '
+            f"system/controlDict > /dev/null) || exit 1",
             "t0=$(date +%s.%N)",
             'decomposePar -force -case "$RUNDIR" > log.decomposePar 2>&1',
             _elapsed("decompose"),

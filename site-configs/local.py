@@ -183,15 +183,16 @@ def _built_env(flavour: dict) -> list[list[str]]:
             own = [p for p in value.split(":") if p.startswith(prefix)]
             env.append([key, ":".join(own + [f"${key}"])])
         elif key.startswith(("WM_", "FOAM_", "MPI_", "SCOTCH_", "ParaView_")):
-            env.append([key, value])
+            # ReFrame writes 'export KEY=VALUE' as it is: WM_CFLAGS is '-m64 -fPIC'.
+            env.append([key, f'"{value}"' if any(c.isspace() for c in value) else value])
     return env
 
 
 def _org12_environments() -> list[dict]:
-    """OpenFOAM-12 (patches/org-12 applied, off unless switched on), once built, as stock
-    (openfoam-org12). The patched environment (feature reduction-schedule, as on VSC-5) joins
-    when the schedule, seed 001 and sweep checks run on OpenFOAM-12: today they use v1912's
-    switches and solvers."""
+    """OpenFOAM-12, once built: one build (patches/org-12 applied, off unless switched on),
+    two environments. openfoam-org12 runs the benchmark cases as stock OpenFOAM-12;
+    openfoam-org12-patched has the features of VSC-5's and hpc2's environment (the schedule,
+    seed 001's pipelined solvers), so the checks that list there list here too."""
     org12 = _facts["flavours"].get("org12", {})
     if not org12.get("built"):
         return []
@@ -207,7 +208,20 @@ def _org12_environments() -> list[dict]:
             "features": ["openfoam", "openfoam-org", "scotch"],
             "env_vars": _built_env(org12),
             "extras": extras,
-        }
+        },
+        {
+            "name": "openfoam-org12-patched",
+            "features": [
+                "openfoam",
+                "openfoam-org",
+                "scotch",
+                "reduction-schedule",
+                "seed001",
+                "local-build",
+            ],
+            "env_vars": _built_env(org12),
+            "extras": extras,
+        },
     ]
 
 
@@ -244,6 +258,7 @@ site_configuration = {
                 "scotch",
                 "reduction-schedule",
                 "seed001",
+                "optmules",
                 "local-build",
             ],
             "env_vars": _foam_env

@@ -6,6 +6,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 import reframe as rfm
 from cases import CASES
 from cases.sanity import evaluate
+from topofoam import switches
 from topofoam.solverlog import OpenFOAMSolverMixin
 
 
@@ -83,6 +84,15 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
         if not hasattr(self, "_prerun_steps"):
             self._prerun_steps: dict[str, list[str]] = {}
         self._prerun_steps.setdefault(phase, []).extend(commands)
+
+    def set_optimisation_switches(self, **settings) -> None:
+        """Run the solver with these OpenFOAM optimisation switches: ``-opt-switch`` on ESI's
+        OpenFOAM, the case's own controlDict on OpenFOAM-12 (topofoam.switches)."""
+        flavour = self.current_environ.extras.get("openfoam_flavour", "esi")
+        options, command = switches.for_flavour(flavour, settings)
+        self.executable_opts += options
+        if command:
+            self.add_prerun("prepare", command)
 
     @run_before("run")
     def copy_prepared_case(self):

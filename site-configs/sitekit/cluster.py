@@ -265,12 +265,13 @@ def spack_environment(
 
 
 def org12_patched(setup: str) -> dict:
-    """OpenFOAM-12 (Foundation) with patches/org-12, as seed 000 ran on VSC-5 and hpc2."""
+    """OpenFOAM-12 (Foundation) with patches/org-12, as seed 000 ran on VSC-5 and hpc2: the
+    schedule and seed 001's pipelined solvers (OpenFOAM-12 needs no optMULES)."""
     return spack_environment(
         "openfoam-org12-patched",
         "openfoam-org@12",
         setup=setup,
-        features=["openfoam", "openfoam-org", "scotch", "reduction-schedule"],
+        features=["openfoam", "openfoam-org", "scotch", "reduction-schedule", "seed001"],
         extras={"openfoam_version": "12", "openfoam_flavour": "org"},
     )
 
@@ -282,7 +283,14 @@ def esi1912_patched(setup: str) -> dict:
         "openfoam-esi-patched",
         "openfoam@1912",
         setup=setup,
-        features=["openfoam", "openfoam-v1912", "scotch", "reduction-schedule", "seed001"],
+        features=[
+            "openfoam",
+            "openfoam-v1912",
+            "scotch",
+            "reduction-schedule",
+            "seed001",
+            "optmules",
+        ],
         extras={"openfoam_version": "v1912", "openfoam_flavour": "esi"},
     )
 

@@ -5,11 +5,18 @@ working folder's system/controlDict: OpenFOAM-12 has no -opt-switch). Every redu
 the result without a schedule: exact for integers, 1e-12 relative for floating point.
 Skipped, saying why, without the cached build."""
 
-import pytest
-from test_schedule_patch import assert_same_results, write_schedule
+import shutil
+import subprocess
+from pathlib import Path
 
-from conftest import org12_env
+import numpy as np
+import pytest
+from test_schedule_patch import assert_same_results, final_field, iterations, write_schedule
+
+from cases import Prepared
+from conftest import PYTHON, org12_env
 from localsite import reducetest
+from topofoam import switches
 
 
 def run_ok(ranks, folder, **kwargs) -> tuple[dict, str]:
@@ -35,3 +42,47 @@ def test_reductions_along_the_schedule_equal_stock_on_openfoam12(ranks, tmp_path
     with_sums, log = run_ok(ranks, tmp_path / "sums", schedule=schedule, sums=True)
     assert_same_results(stock, with_sums)
     assert "reductionSchedule: scalar sum/min reductions follow the" in log
+
+
+def _prepared(case: str, env: dict, tmp_path) -> Path:
+    out = subprocess.run(
+        [PYTHON, "-m", "cases", "prepare", case, "--size", "ci", "-n", "3", "--out", "c"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return tmp_path / "c"
+
+
+@pytest.mark.parametrize("case,fields", [("pitzDaily", ("U", "p")), ("laplacianFoam", ("T",))])
+def test_solver_with_schedule_equals_stock_on_openfoam12(case, fields, tmp_path):
+    """foamRun (incompressibleFluid, GAMG) and the legacy laplacianFoam (plain CG) on 3 ranks:
+    with the schedule and scalar sums along it, the same iterations every step and final
+    fields within 1e-8 of the run without. The sums are switched on in the case's controlDict,
+    which OpenFOAM-12 merges into its switches from the working folder (debug::controlDict
+    reads ./system/controlDict), so each run starts in its case."""
+    env = org12_env()
+    stock = _prepared(case, env, tmp_path)
+    scheduled = tmp_path / "scheduled"
+    shutil.copytree(stock, scheduled)
+    switches.set_in_case(scheduled, {"reductionScheduleSums": 1})
+    schedule, _ = write_schedule(3, tmp_path)
+    solver = Prepared.load(stock).solver
+
+    def run(folder, **kwargs):
+        done = reducetest.org12_mpirun(3, [solver, "-parallel"], cwd=folder, **kwargs)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    plain, ours = run(stock), run(scheduled, schedule=schedule)
+    assert "reductionSchedule" not in plain
+    assert f'reductionSchedule: "{schedule}" for 3 ranks' in ours
+    assert "scalar sum/min reductions follow the schedule" in ours
+    assert iterations(ours) == iterations(plain) != []
+    end = max((p.name for p in (stock / "processor0").iterdir() if p.name != "constant"), key=float)
+    for field in fields:
+        a, b = final_field(stock, end, field), final_field(scheduled, end, field)
+        np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-12 * np.abs(a).max(), err_msg=field)
