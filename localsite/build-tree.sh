@@ -10,6 +10,10 @@
 #   APPLICATION  folders (relative to the tree) built after src/, in order; a folder under
 #                applications/modules builds lib<name>.so, any other builds bin/<name>
 #
+# Environment: BUILD_REQUIRED_LIBS  libraries (names without lib/.so) the build must produce
+#              BUILD_OVERLAY        a folder copied over the extracted tree (site configuration)
+#              CCACHE_DIR           where ccache keeps its cache, used when ccache is installed
+#
 # Resumable: each step is recorded in PREFIX (.extracted, .applied) and wmake is incremental,
 # so a second call after an interruption continues where the first stopped. PREFIX/.complete
 # marks a finished build, PREFIX/env.json the environment its tools run with, PREFIX/build.log
@@ -39,14 +43,22 @@ say() { echo "build-tree: $* ($(elapsed))" >&2; }
 if [ ! -f "$prefix/.extracted" ]; then
     say "extracting $(basename "$archive")"
     rm -rf "$tree"
-    tar -xzf "$archive" -C "$prefix"
-    [ -f "$tree/etc/bashrc" ] || die "$archive has no $top/etc/bashrc -- is it the right release?"
+    mkdir -p "$tree"
+    # Whatever the archive calls its top folder (a mirror's OpenFOAM-12, GitHub's
+    # OpenFOAM-12-version-12), the tree is PREFIX/TOP.
+    tar -xzf "$archive" -C "$tree" --strip-components=1
+    [ -f "$tree/etc/bashrc" ] || die "$archive has no etc/bashrc in its top folder -- is it the right release?"
+    if [ -n "${BUILD_OVERLAY:-}" ]; then
+        cp -r "$BUILD_OVERLAY"/. "$tree"/
+        say "configured from $BUILD_OVERLAY"
+    fi
     touch "$prefix/.extracted"
 fi
 
 # 2. The series, each patch once; a patch found already applied (interrupted between applying
 #    and recording it) is recorded.
 touch "$prefix/.applied"
+shopt -s nullglob  # an empty series builds the release as it is
 for patch in "$series"/*.patch; do
     name=$(basename "$patch")
     grep -qxF "$name" "$prefix/.applied" && continue
@@ -58,9 +70,10 @@ for patch in "$series"/*.patch; do
     echo "$name" >> "$prefix/.applied"
     say "applied $name"
 done
+shopt -u nullglob
 
 # 3. Progress every minute, from what the build has written so far.
-count_sources() { cat "$@" 2>/dev/null | grep -cE '\.[cCL]$' || true; }
+count_sources() { cat "$@" 2>/dev/null | grep -cE '\.([cCL]|cxx|cpp)$' || true; }
 mapfile -t make_files < <(cd "$tree" && find src -path '*/Make/files' | sort)
 mapfile -t lib_files < <(cd "$tree" && grep -lE '^LIB *=' "${make_files[@]}" 2>/dev/null || true)
 total_libs=$(( ${#lib_files[@]} ))
@@ -69,11 +82,11 @@ for app in "${apps[@]}"; do
     total_objs=$((total_objs + $(cd "$tree" && count_sources "$app/Make/files")))
     case "$app" in applications/modules/*) total_libs=$((total_libs + 1));; esac
 done
-objs_before=$(find "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)  # a continued build
+objs_before=$( (find "$tree/platforms" "$tree/build" -name '*.o' 2>/dev/null || true) | wc -l)  # a continued build
 (
     while sleep 60; do
-        libs=$(find "$tree/platforms" -name '*.so' 2>/dev/null | wc -l)
-        objs=$(find "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)
+        libs=$(find "$tree/platforms" "$tree/build" -name '*.so' 2>/dev/null | wc -l)
+        objs=$(find "$tree/platforms" "$tree/build" -name '*.o' 2>/dev/null | wc -l)
         t=$((SECONDS - started))
         rest=""
         # The estimate goes by this run's own rate: a continued build started with objects.
@@ -96,6 +109,13 @@ env -0 > "$prefix/.env.after"
 set -eu
 [ "${WM_PROJECT_DIR:-}" = "$tree" ] || die "sourcing $tree/etc/bashrc did not set WM_PROJECT_DIR -- see $log"
 
+# ccache, when installed: a build for a changed series (a new PREFIX) recompiles only what the
+# series touches. BASEDIR makes the tree's absolute paths relative, so two trees share entries.
+if [ -d /usr/lib/ccache ] && [ -n "${CCACHE_DIR:-}" ]; then
+    export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=${prefix%/*} CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+    say "compiling through ccache ($CCACHE_DIR)"
+fi
+
 cd "$tree"
 say "wmake tools"
 (cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
@@ -110,8 +130,7 @@ done
 
 # 5. Everything the suite uses is there, or the build names what is missing.
 missing=()
-for lib in OpenFOAM finiteVolume meshTools scotchDecomp decompositionMethods parallel renumberMethods \
-           snappyHexMesh incompressibleMomentumTransportModels twoPhaseMixture; do
+for lib in ${BUILD_REQUIRED_LIBS:-OpenFOAM}; do
     [ -f "$FOAM_LIBBIN/lib$lib.so" ] || missing+=("lib$lib.so")
 done
 [ -f "$FOAM_LIBBIN/$FOAM_MPI/libPstream.so" ] || missing+=("$FOAM_MPI/libPstream.so")

@@ -1,20 +1,24 @@
 """OpenFOAM flavours built here from a full source tree with the project's series:
-OpenFOAM Foundation 12 (VSC-5 and LEC hpc2 run it) for now.
+OpenFOAM Foundation 12 (VSC-5 and LEC hpc2 run it) and ESI v2512 (OCI in seed 002).
 
     ./bench build org12          # or: python -m localsite.flavours org12
+    ./bench build v2512
 
 A build lives in ``<cache>/openfoam/<flavour>-<key>/``, keyed by the source archive's
 checksum, the series' contents and ``BUILD_VERSION``. It is resumable: the tree is extracted
 and patched once (each step recorded), and wmake is incremental, so an interrupted build
 continues where it stopped; ``.complete`` marks a finished one, and ``env.json`` beside it is
 the environment its tools run with (what its etc/bashrc sets). Debian's Open MPI, SCOTCH and
-the system compiler; only the libraries and applications the suite uses.
+the system compiler; all of src/ and only the applications the suite uses. Compiles go through
+ccache (``<cache>/ccache``) when it is installed, so a build for a changed series recompiles
+only what the series touches.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ from topofoam import paths
 #: Version of what build-tree.sh produces: part of every full build's cache key.
 BUILD_VERSION = "1"
 BUILD_SCRIPT = Path(__file__).with_name("build-tree.sh")
+OVERLAYS = Path(__file__).with_name("overlays")
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,12 @@ class Flavour:
     settings: tuple[str, ...]
     #: built after src/, in this order
     applications: tuple[str, ...]
+    #: libraries (lib<name>.so in FOAM_LIBBIN) the suite needs besides the applications'
+    libraries: tuple[str, ...]
     #: a rough figure for the first build on 2 cores, said before it starts
     estimate: str
+    #: folder of localsite/overlays/ copied over the extracted tree (site configuration files)
+    overlay: str = ""
 
 
 ORG12 = Flavour(
@@ -84,10 +93,68 @@ ORG12 = Flavour(
         "applications/utilities/preProcessing/setFields",
         "applications/utilities/miscellaneous/foamDictionary",
     ),
+    libraries=(
+        "OpenFOAM",
+        "finiteVolume",
+        "meshTools",
+        "scotchDecomp",
+        "decompositionMethods",
+        "parallel",
+        "renumberMethods",
+        "snappyHexMesh",
+        "incompressibleMomentumTransportModels",
+        "twoPhaseMixture",
+    ),
     estimate="about 1.5 h on 2 cores",
 )
 
-FLAVOURS = {f.name: f for f in (ORG12,)}
+V2512 = Flavour(
+    name="v2512",
+    title="OpenFOAM v2512 (ESI)",
+    archive=sources.Archive(
+        name="OpenFOAM-v2512.tar.gz",
+        mirror_path="openfoam/openfoam-2512.tar.gz",
+        # Spack's openfoam@2512 is this commit of its git repository (tag OpenFOAM-v2512)
+        url="https://gitlab.com/openfoam/core/openfoam/-/archive/"
+        "87ed40d256d22ea38fcc648dfc82a22162427b18/openfoam.tar.gz",
+        sha256="",
+    ),
+    top="OpenFOAM-v2512",
+    series="esi-v2512",
+    settings=("WM_MPLIB=SYSTEMOPENMPI",),
+    applications=(
+        "applications/solvers/incompressible/simpleFoam",
+        "applications/solvers/incompressible/icoFoam",
+        "applications/solvers/multiphase/interFoam",
+        "applications/solvers/basic/laplacianFoam",
+        "applications/utilities/mesh/generation/blockMesh",
+        "applications/utilities/mesh/generation/snappyHexMesh",
+        "applications/utilities/surface/surfaceFeatureExtract",
+        "applications/utilities/parallelProcessing/decomposePar",
+        "applications/utilities/parallelProcessing/reconstructPar",
+        "applications/utilities/mesh/manipulation/renumberMesh",
+        "applications/utilities/mesh/manipulation/checkMesh",
+        "applications/utilities/mesh/manipulation/mirrorMesh",
+        "applications/utilities/preProcessing/setFields",
+        "applications/utilities/miscellaneous/foamDictionary",
+    ),
+    libraries=(
+        "OpenFOAM",
+        "finiteVolume",
+        "meshTools",
+        "scotchDecomp",
+        "decompositionMethods",
+        "renumberMethods",
+        "snappyHexMesh",
+        "incompressibleTurbulenceModels",
+        "twoPhaseMixture",
+        "fieldFunctionObjects",
+    ),
+    estimate="about 3 h on 2 cores",
+    overlay="v2512",
+)
+
+FLAVOURS = {f.name: f for f in (ORG12, V2512)}
 
 
 class BuildError(RuntimeError):
@@ -117,6 +184,10 @@ def prefix(flavour: Flavour, archive: Path | None = None) -> Path:
         raise BuildError(f"the patch series {series} is missing -- restore it from git")
     for patch in sorted(series.glob("*.patch")):
         digest.update(patch.name.encode() + b"\0" + patch.read_bytes())
+    if flavour.overlay:
+        for path in sorted((OVERLAYS / flavour.overlay).rglob("*")):
+            if path.is_file():
+                digest.update(str(path.relative_to(OVERLAYS)).encode() + b"\0" + path.read_bytes())
     return paths.cache_dir() / "openfoam" / f"{flavour.name}-{digest.hexdigest()[:16]}"
 
 
@@ -154,7 +225,13 @@ def ensure_built(flavour: Flavour) -> Path:
         " ".join(flavour.settings),
         *flavour.applications,
     ]
-    if subprocess.run(cmd).returncode != 0:
+    env = dict(
+        os.environ,
+        BUILD_REQUIRED_LIBS=" ".join(flavour.libraries),
+        BUILD_OVERLAY=str(OVERLAYS / flavour.overlay) if flavour.overlay else "",
+        CCACHE_DIR=str(paths.cache_dir() / "ccache"),
+    )
+    if subprocess.run(cmd, env=env).returncode != 0:
         raise BuildError(
             f"the {flavour.title} build failed (see the lines above; log {where}/build.log) "
             f"-- fix the cause and rerun './bench build {flavour.name}': it continues"
@@ -174,8 +251,6 @@ def run_env(flavour: Flavour, base: dict | None = None) -> dict:
         raise BuildError(
             f"{flavour.title} is not built -- run './bench build {flavour.name}'"
         ) from None
-    import os
-
     env = dict(os.environ if base is None else base)
     env.update(recorded)
     return env

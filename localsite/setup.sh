@@ -23,7 +23,7 @@ packages=(
     scotch libscotch-dev
     paraview python3-paraview xvfb xauth
     slurm-wlm slurm-wlm-basic-plugins munge libpmix2
-    build-essential flex libfl-dev bison zlib1g-dev dpkg-dev
+    build-essential flex libfl-dev bison zlib1g-dev dpkg-dev ccache
     python3 python3-venv python3-pip
     iproute2 util-linux procps
 )

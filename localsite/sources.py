@@ -32,7 +32,9 @@ class Archive:
     name: str  # what upstream and the offline kit call it: OpenFOAM-12.tar.gz
     mirror_path: str  # in a Spack source mirror: openfoam-org/openfoam-org-12.tar.gz
     url: str  # upstream, as Spack's package builds it
-    sha256: str  # of the upstream archive (Spack's); a mirror's own copy may be repacked
+    #: of the upstream archive (Spack's); a mirror's own copy may be repacked. Empty where
+    #: Spack pins a git commit instead (the url then names that commit, so it cannot move).
+    sha256: str
 
 
 def sources_dir() -> Path | None:
@@ -81,7 +83,7 @@ def _download(archive: Archive, dest: Path) -> Path:
         while chunk := response.read(1 << 20):
             digest.update(chunk)
             out.write(chunk)
-    if digest.hexdigest() != archive.sha256:
+    if archive.sha256 and digest.hexdigest() != archive.sha256:
         part.unlink()
         raise SourceError(
             f"{archive.url} does not have Spack's checksum {archive.sha256} -- the download "
