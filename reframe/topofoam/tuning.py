@@ -4,8 +4,10 @@
     export TOPOFOAM_TUNING=results/tuning-oci.json      # the next stages read it
 
 reads the perflogs of the stages run so far (the rows whose ``stage`` column names one) and
-writes, per partition, the settings with the shortest solver wall time (a combination's
-repeats merged by the suite's one rule, topofoam.results.merge; failed runs are left out):
+writes, per partition, the settings with the shortest median solver wall time when they are
+significantly faster than the partition's defaults (Mann-Whitney U at the 5 % level,
+topofoam.results.stats), and otherwise keeps the defaults, saying so; failed runs are left
+out:
 
   intra1  processes per node
   intra2  placement, UCX preset, collectives (at the intra1 ppn)
@@ -22,23 +24,26 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from topofoam.results import perflog
-from topofoam.results.merge import robust
-from topofoam.results.stages import STAGES, TUNED
+from topofoam.results import perflog, stats
+from topofoam.results.stages import STAGES, TUNED, parse_defaults
 
 
 def best(rows: list[dict], decides: tuple, groups: tuple) -> dict:
-    """{group values: {column: value}} of the fastest combination (merged wall time)."""
-    times = defaultdict(list)
+    """{group values: (settings, reason)}: per group, the settings the stage keeps
+    (stats.choose: the fastest only when significantly faster than the run's defaults)."""
+    times = defaultdict(lambda: defaultdict(list))
+    defaults = {}
     for row in perflog.passed(rows, "wall"):
-        key = tuple(row[c] for c in groups), tuple(row[c] for c in decides)
-        times[key].append(row["wall"])
+        group = tuple(row[c] for c in groups)
+        times[group][tuple(str(row[c]) for c in decides)].append(row["wall"])
+        want = parse_defaults(row.get("defaults"))
+        if want and all(c in want for c in decides):
+            defaults.setdefault(group, tuple(want[c] for c in decides))
     chosen: dict = {}
-    for (group, combo), walls in sorted(times.items(), key=str):
-        value = robust(walls)
-        if group not in chosen or value < chosen[group][0]:
-            chosen[group] = (value, dict(zip(decides, combo)))
-    return {group: settings for group, (_, settings) in chosen.items()}
+    for group, by_combo in sorted(times.items(), key=str):
+        choice = stats.choose(defaults.get(group), by_combo)
+        chosen[group] = (dict(zip(decides, choice.chosen)), choice.reason)
+    return chosen
 
 
 def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
@@ -54,7 +59,7 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
         for stage in TUNED:
             decides, groups = STAGES[stage]
             staged = [r for r in rows if r.get("stage") == stage]
-            for group, settings in best(staged, decides, groups).items():
+            for group, (settings, reason) in best(staged, decides, groups).items():
                 if stage == "inter1":  # one preset per node count
                     entry.setdefault("ucx_inter", {})[str(group[0])] = settings["ucx_inter"]
                 else:
@@ -63,6 +68,7 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
                     f"{partition} {stage}: "
                     + ", ".join(f"{k}={v}" for k, v in settings.items())
                     + (f" at {groups[0]}={group[0]}" if groups else "")
+                    + f" -- {reason}"
                 )
     return said, logs.notes
 

@@ -101,7 +101,12 @@ def test_the_local_site_reads_its_facts_and_probes_nothing(tmp_path):
     done = load_site("local", tmp_path, TOPOFOAM_RESULTS=str(results))
     assert done.returncode == 0, done.stderr[-2000:]
     environs = json.loads(done.stdout.splitlines()[1])
-    assert environs["cpu"] == ["openfoam-v1912", "openfoam-v1912-patched", "openfoam-org12"]
+    assert environs["cpu"] == [
+        "openfoam-v1912",
+        "openfoam-v1912-patched",
+        "openfoam-org12",
+        "openfoam-org12-patched",
+    ]
     assert sorted(p.name for p in results.iterdir()) == ["local-site.json"]
 
 

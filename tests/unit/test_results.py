@@ -27,6 +27,7 @@ COLUMNS = [
     "ucx",
     "coll",
     "ucx_inter",
+    "defaults",
     "wall_value",
     "wall_unit",
 ]
@@ -48,6 +49,7 @@ def line(**values) -> str:
         "ucx": "auto",
         "coll": "default",
         "ucx_inter": "auto",
+        "defaults": "",
         "wall_value": "10.0",
         "wall_unit": "s",
     }
@@ -121,9 +123,9 @@ def test_foreign_files_and_older_column_sets(tmp_path):
     [
         ([3.0], 3.0),
         ([1.0, 9.0], 5.0),
-        ([1.0, 2.0, 30.0], 2.0),  # fewer than 5: the median
-        ([1.0, 2.0, 3.0, 4.0, 100.0], 3.0),  # 5 or more: extremes dropped, the rest averaged
-        ([10.0, 1.0, 2.0, 2.5, 4.0, 100.0], 4.625),
+        ([1.0, 2.0, 30.0], 2.0),  # the median: one outlier does not move it
+        ([1.0, 2.0, 3.0, 4.0, 100.0], 3.0),
+        ([10.0, 1.0, 2.0, 2.5, 4.0, 100.0], 3.25),
     ],
 )
 def test_the_one_merge_rule(values, merged):
@@ -189,7 +191,9 @@ def test_tuning_never_picks_a_cut_or_dry_run_row(tmp_path):
     done = tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text()) == {"nps2": {"ppn": 36}}
-    assert done.stdout.splitlines()[0] == "nps2 intra1: ppn=36"
+    assert done.stdout.splitlines()[0] == (
+        "nps2 intra1: ppn=36 -- the fastest; the default was not measured"
+    )
     assert "1 line(s) do not match the header" in done.stderr
 
 
@@ -274,3 +278,32 @@ def test_resume_leaves_out_what_passed_since_the_run_started(tmp_path):
     assert done.stderr.startswith("resume: 1 test case(s) passed since 2026-01-01T10:00:00")
     bad = tool("topofoam.resume", str(tmp_path / "perflogs" / "oci"), "--since", "10:00")
     assert bad.returncode == 2 and "is not a time YYYY-MM-DDTHH:MM:SS" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "repeats, kept",
+    [
+        ((1.0,), 36),  # one run each: 18 looks faster, but nothing is significant
+        ((0.98, 0.99, 1.0, 1.01, 1.02), 36),  # 2 % apart, 2 % noise: within noise
+        ((0.995, 0.998, 1.0, 1.002, 1.005), 18),  # 10 % apart, tight: significant
+    ],
+)
+def test_a_tuning_stage_keeps_the_default_without_a_significant_winner(tmp_path, repeats, kept):
+    """TEST DATA: ppn 18 is faster than the default 36 by 2 % or 10 %."""
+    defaults = "ppn=36 binding=block ucx=auto coll=default ucx_inter=auto"
+    faster = 0.98 if len(repeats) != 5 or repeats[0] == 0.98 else 0.9
+    write_log(
+        tmp_path,
+        "Intra1Run",
+        [line(ppn=36, wall_value=10.0 * f, defaults=defaults) for f in repeats]
+        + [line(ppn=18, wall_value=10.0 * faster * f, defaults=defaults) for f in repeats],
+    )
+    out = tmp_path / "tuning.json"
+    done = tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text()) == {"nps2": {"ppn": kept}}
+    said = done.stdout.splitlines()[0]
+    if kept == 36:
+        assert said.startswith("nps2 intra1: ppn=36 -- default kept: the fastest is not")
+    else:
+        assert said == "nps2 intra1: ppn=18 -- significantly faster than the default, p=0.0079"

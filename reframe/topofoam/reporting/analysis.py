@@ -4,11 +4,16 @@ section 4), strong scaling and parallel efficiency, the tuning stages, storage."
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
 from topofoam.results import stages as kinds
+from topofoam.results import stats
 from topofoam.results.merge import Group
+
+#: Solver times below this are start-up dominated on any machine: flagged, never a finding.
+SHORT_SECONDS = 1.0
 
 #: What a configuration is, apart from its node count and inter-node UCX preset.
 SERIES = (
@@ -80,12 +85,24 @@ class Decrease:
     high: float | None
     standard: Group
     optimized: Group
+    #: the test behind the verdict (None where a side has no passed run)
+    comparison: stats.Comparison | None = None
+
+    @property
+    def verdict(self) -> str:
+        return self.comparison.verdict if self.comparison else "failed"
+
+    @property
+    def short(self) -> bool:
+        """Either side's median is below SHORT_SECONDS."""
+        m = metric(self.standard)
+        return any((g.value(m) or 0) < SHORT_SECONDS for g in (self.standard, self.optimized))
 
 
 def decreases(groups: list[Group]) -> list[Decrease]:
     """Every optimized run against the standard run of the same case, size and layout with
-    the same MPI settings: 100 (1 - T_opt / T_std), and its range over the repeats
-    (slowest optimized vs fastest standard, fastest optimized vs slowest standard).
+    the same MPI settings: 100 (1 - T_opt / T_std) from the Hodges-Lehmann estimate of the
+    time ratio, its 95 % CI, and the Mann-Whitney verdict (topofoam.results.stats).
     The standard run is the one with the default (block) placement, as in seed 000."""
     by_run = defaultdict(list)
     for g in solver_runs(groups):
@@ -104,7 +121,6 @@ def decreases(groups: list[Group]) -> list[Decrease]:
             continue
         std = max(standard, key=lambda g: g.newest)
         m = metric(std)
-        t_std, s_std = std.value(m), std.spread(m)
         for g in members:
             if (
                 g is std
@@ -112,8 +128,8 @@ def decreases(groups: list[Group]) -> list[Decrease]:
                 and g.get("binding") in (None, "block")
             ):
                 continue
-            t, s = g.value(m), g.spread(m)
-            ok = t is not None and t_std
+            a, b = std.values(m), g.values(m)
+            c = stats.compare(a, b) if a and b else None
             out.append(
                 Decrease(
                     partition,
@@ -123,14 +139,33 @@ def decreases(groups: list[Group]) -> list[Decrease]:
                     std.get("nodes"),
                     ppn_of(std),
                     label(g),
-                    100 * (1 - t / t_std) if ok else None,
-                    100 * (1 - s[1] / s_std[0]) if ok else None,
-                    100 * (1 - s[0] / s_std[1]) if ok else None,
+                    _percent(c.ratio) if c else None,
+                    _percent(c.high) if c else None,
+                    _percent(c.low) if c else None,
                     std,
                     g,
+                    c,
                 )
             )
     return out
+
+
+def _percent(ratio: float | None) -> float | None:
+    """A time ratio T_opt / T_std as a runtime decrease in per cent."""
+    return None if ratio is None else 100 * (1 - ratio)
+
+
+def noise_floor(groups: list[Group]) -> dict[str, tuple[float, int]]:
+    """Per partition: the median run-to-run spread, (max - min) / median, of the standard
+    configurations with 3 or more passed repeats, and how many there were."""
+    spreads = defaultdict(list)
+    for g in solver_runs(groups):
+        if g.get("timing") == "emulated" or (g.get("variant") or "standard") != "standard":
+            continue
+        s = g.summary(metric(g))
+        if s and s.n >= 3:
+            spreads[g.key[0]].append(s.spread)
+    return {part: (statistics.median(v), len(v)) for part, v in sorted(spreads.items())}
 
 
 @dataclass
@@ -196,16 +231,18 @@ class StageResult:
     stage: str
     partition: str
     group: tuple  # values of the grouping columns
-    best: Group
+    best: Group  # what the stage keeps (stats.choose)
     default: Group | None
-    speedup: float | None  # T_default / T_best
+    speedup: float | None  # T_default / T_best, medians
     tried: int
+    fastest: Group | None = None
+    reason: str = ""
 
 
 def stages(groups: list[Group]) -> list[StageResult]:
-    """Per stage and partition (and node count, for the inter-node stages): the fastest
-    setting, and the run with the partition's defaults (logged in each run's ``defaults``
-    column) to compare it with."""
+    """Per stage and partition (and node count, for the inter-node stages): the setting the
+    stage keeps (the fastest only when significantly faster than the run with the
+    partition's defaults, logged in each run's ``defaults`` column), and that default run."""
     out = []
     for stage, (decides, by) in kinds.STAGES.items():
         chosen = defaultdict(list)
@@ -213,8 +250,8 @@ def stages(groups: list[Group]) -> list[StageResult]:
             if g.get("stage") == stage and g.value(metric(g)) is not None:
                 chosen[(g.key[0], tuple(g.get(c) for c in by))].append(g)
         for (partition, values), members in sorted(chosen.items(), key=str):
-            best = min(members, key=lambda g: g.value(metric(g)))
-            want = kinds.parse_defaults(best.first("defaults"))
+            fastest = min(members, key=lambda g: g.value(metric(g)))
+            want = kinds.parse_defaults(fastest.first("defaults"))
             if stage == "intra1":
                 want = {"ppn": max(ppn_of(g) for g in members)}
             default = None
@@ -223,8 +260,23 @@ def stages(groups: list[Group]) -> list[StageResult]:
                     (g for g in members if all(str(g.get(c)) == str(want.get(c)) for c in decides)),
                     None,
                 )
-            speed = default.value(metric(default)) / best.value(metric(best)) if default else None
-            out.append(StageResult(stage, partition, values, best, default, speed, len(members)))
+            times = {id(g): g.values(metric(g)) for g in members}
+            choice = stats.choose(id(default) if default else None, times)
+            keep = next(g for g in members if id(g) == choice.chosen)
+            speed = default.value(metric(default)) / keep.value(metric(keep)) if default else None
+            out.append(
+                StageResult(
+                    stage,
+                    partition,
+                    values,
+                    keep,
+                    default,
+                    speed,
+                    len(members),
+                    fastest,
+                    choice.reason,
+                )
+            )
     return out
 
 

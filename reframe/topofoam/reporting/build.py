@@ -16,6 +16,7 @@ from topofoam.reporting import analysis, figures, published
 from topofoam.reporting.collect import Collection, collect
 from topofoam.reporting.document import Document, Figure, Section, Table, markdown, page
 from topofoam.results import stages as kinds
+from topofoam.results import stats
 from topofoam.results.merge import RULE, Group, group
 
 
@@ -51,6 +52,22 @@ def _counts(g: Group) -> str:
     return f"n={len(g.passed)}" + (f", {failed} failed" if failed else "")
 
 
+def _decrease_cell(d: analysis.Decrease) -> str:
+    """A decrease with its CI and n, or why there is no number (see the section's text)."""
+    if d.comparison is None:
+        return "failed"
+    c = d.comparison
+    failed = len(d.optimized.failed)
+    n = f"n={c.n_b}/{c.n_a}" + (f", {failed} failed" if failed else "")
+    short = ", short" if d.short else ""
+    if c.significant:
+        ci = f" [{pct(d.low)}, {pct(d.high)}]" if d.low is not None else ""
+        return f"{pct(d.percent)}{ci} ({n}{short})"
+    if c.p is None:
+        return f"no verdict ({n}{short})"
+    return f"within noise ({n}, p={c.p:.2f}{short})"
+
+
 def _emulated(key_or_group) -> bool:
     return "emulated" in str(key_or_group)
 
@@ -82,7 +99,7 @@ class Builder:
             + f", from {self.results / 'perflogs' / self.system} "
             f"and the run reports in {self.results / 'reframe' / 'reports'}.",
             f"One row per run, every parameter a column: {table}.",
-            f"Merging repeats: {RULE}. Times are the solver's wall time (the "
+            f"Merging repeats: {RULE}. {stats.METHOD} Times are the solver's wall time (the "
             f"`wall` performance variable; OpenFOAM's ExecutionTime where a check "
             f"has no wall time). Node-hours = nodes x merged wall time / 3600.",
             "Timings of emulated partitions (several Slurm nodes sharing one machine) "
@@ -140,9 +157,23 @@ class Builder:
         sec.add(
             "100 x (1 - T_optimized / T_standard) per case and node count, standard = "
             "the standard variant with block placement and the same MPI settings "
-            "(seed 000 Table 4). In brackets the range over the repeats (slowest "
-            "optimized vs fastest standard, fastest vs slowest). Positive = faster."
+            "(seed 000 Table 4): the Hodges-Lehmann estimate, in brackets its 95 % "
+            "confidence interval, then the repeats per side. Positive = faster. A "
+            "difference the Mann-Whitney test does not find significant at the 5 % level "
+            "reads 'within noise', and one side with a single run 'no verdict'. "
+            f"Marked 'short': a median solver time under {analysis.SHORT_SECONDS:g} s, "
+            "dominated by start-up, whatever the verdict."
         )
+        floor = analysis.noise_floor(groups)
+        if floor:
+            sec.add(
+                "Noise floor (median run-to-run spread, (max - min) / median, of the "
+                "standard runs with 3 or more repeats): "
+                + "; ".join(
+                    f"{p} {100 * v:.1f} % ({n} configurations)" for p, (v, n) in floor.items()
+                )
+                + "."
+            )
         rows = analysis.decreases(groups)
         if not rows:
             sec.add(
@@ -161,16 +192,7 @@ class Builder:
             for name in labels:
                 cells = {r.nodes: r for r in items if r.label == name}
                 table_rows.append(
-                    [name]
-                    + [
-                        (
-                            f"{pct(cells[n].percent)} [{pct(cells[n].low)}, {pct(cells[n].high)}] "
-                            f"({_counts(cells[n].optimized)})"
-                            if n in cells and cells[n].percent is not None
-                            else ("failed" if n in cells else "")
-                        )
-                        for n in counts
-                    ]
+                    [name] + [_decrease_cell(cells[n]) if n in cells else "" for n in counts]
                 )
             std = {r.nodes: r.standard for r in items}
             table_rows.append(
@@ -400,7 +422,7 @@ class Builder:
             rows = []
             for r in results:
                 decides = kinds.STAGES[r.stage][0]
-                best = ", ".join(f"{c} {r.best.get(c)}" for c in decides)
+                best = ", ".join(f"{c} {r.best.get(c)}" for c in decides)  # what it keeps
                 dflt = (
                     ", ".join(f"{c} {r.default.get(c)}" for c in decides)
                     if r.default
@@ -421,6 +443,7 @@ class Builder:
                         fmt(r.default.value(analysis.metric(r.default))) if r.default else "–",
                         f"{r.speedup:.3f}" if r.speedup else "–",
                         str(r.tried),
+                        r.reason,
                     ]
                 )
             sec.add(
@@ -435,6 +458,7 @@ class Builder:
                         "wall s",
                         "speedup",
                         "settings tried",
+                        "why",
                     ],
                     rows,
                 )

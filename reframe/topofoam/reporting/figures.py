@@ -78,27 +78,44 @@ def node_hours(lines: dict[str, list], title: str, unit: str, scale: float, path
 
 
 def decrease(rows: list, title: str, path: Path) -> Path:
-    """Relative runtime decrease per variant and node count, with the repeats' range."""
+    """Relative runtime decrease per variant and node count, with its 95 % CI as error
+    bars; a difference that is not significant is drawn pale and hatched."""
     fig, ax = plt.subplots(figsize=(7, 4))
     labels = sorted({r.label for r in rows})
     counts = sorted({r.nodes for r in rows})
     width = 0.8 / max(1, len(labels))
     for i, name in enumerate(labels):
         got = {r.nodes: r for r in rows if r.label == name and r.percent is not None}
-        xs = [j + i * width for j, n in enumerate(counts) if n in got]
-        ys = [got[n].percent for n in counts if n in got]
-        err = [
-            [got[n].percent - got[n].low for n in counts if n in got],
-            [got[n].high - got[n].percent for n in counts if n in got],
-        ]
-        ax.bar(xs, ys, width, yerr=err, capsize=3, label=name)
+        labelled = False
+        for j, n in enumerate(counts):
+            if n not in got:
+                continue
+            r = got[n]
+            sig = r.comparison is not None and r.comparison.significant
+            err = (
+                [[r.percent - r.low], [r.high - r.percent]]
+                if r.low is not None and r.high is not None
+                else None
+            )
+            ax.bar(
+                j + i * width,
+                r.percent,
+                width,
+                yerr=err,
+                capsize=3,
+                color=f"C{i}",
+                alpha=1.0 if sig else 0.35,
+                hatch=None if sig else "//",
+                label=None if labelled else name,
+            )
+            labelled = True
     ax.axhline(0, color="black", lw=0.6)
     ax.set_xticks(
         [j + width * (len(labels) - 1) / 2 for j in range(len(counts))], [str(n) for n in counts]
     )
     ax.set_xlabel("nodes")
     ax.set_ylabel("runtime decrease vs standard [%]")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title + "\n(hatched: within noise; bars: 95 % CI)", fontsize=9)
     ax.legend(fontsize=7)
     return save(fig, path)
 

@@ -1,11 +1,10 @@
-"""Repeats of one configuration merged into one value, with their spread: the one rule every
-tool uses (the report, the tuning file, the performance references, the latency table).
+"""Repeats of one configuration merged into one value, with their confidence interval: the one
+rule every tool uses (the report, the tuning file, the performance references, the latency
+table).
 
-Rule (stated in the report): a configuration's runs that passed sanity are its repeats.
-With 5 or more, the fastest and the slowest are dropped and the rest averaged (seed 002's
-rule); with fewer, the median is taken (with 3 it ignores one outlier, as seed 000's
-outlier removal does). The spread is the range of all passed repeats. Failed runs never
-enter a value; they are counted and listed.
+Rule (stated in the report): a configuration's runs that passed sanity are its repeats; its
+value is their median, with the nonparametric 95 % confidence interval of the median
+(topofoam.results.stats). Failed runs never enter a value; they are counted and listed.
 """
 
 from __future__ import annotations
@@ -13,10 +12,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from topofoam.results import stats
+
 RULE = (
-    "repeats that passed sanity; with 5 or more, the fastest and slowest are dropped and "
-    "the rest averaged (seed 002); with fewer, the median; spread = range of all "
-    "passed repeats"
+    "repeats that passed sanity; the median, with the nonparametric 95 % confidence "
+    "interval of the median from 6 repeats (with 3 to 5, the range at its own lower level)"
 )
 
 #: Columns that differ between repeats of one configuration (who/when/where it ran).
@@ -49,15 +49,13 @@ IDENTITY = {
     "node_hour_price",
     "currency",
     "defaults",
+    "repeat",
 }
 
 
 def robust(values: list[float]) -> float:
-    """The merged value of a configuration's passed repeats (see RULE)."""
-    ordered = sorted(values)
-    if len(ordered) >= 5:
-        return statistics.fmean(ordered[1:-1])
-    return statistics.median(ordered)
+    """The merged value of a configuration's passed repeats: their median (see RULE)."""
+    return statistics.median(values)
 
 
 @dataclass
@@ -91,6 +89,11 @@ class Group:
     def value(self, metric: str) -> float | None:
         got = self.values(metric)
         return robust(got) if got else None
+
+    def summary(self, metric: str) -> stats.Summary | None:
+        """n, median, its CI and the spread of the passed repeats."""
+        got = self.values(metric)
+        return stats.summarise(got) if got else None
 
     def spread(self, metric: str) -> tuple[float, float] | None:
         got = self.values(metric)

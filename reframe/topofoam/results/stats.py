@@ -175,3 +175,36 @@ def _ci_rank(m: int, n: int, alpha: float) -> int | None:
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
     k = int(math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12)))
     return k if k >= 1 else None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A tuning stage's decision among settings: the one chosen, the fastest by median, and
+    the comparison of the fastest with the default (None where one of them is missing or
+    they are the same)."""
+
+    chosen: object
+    fastest: object
+    comparison: Comparison | None
+    reason: str
+
+
+def choose(default, times: dict) -> Choice:
+    """The setting a stage keeps: the fastest (by median) when it is significantly faster
+    than ``default``, else ``default``. ``times``: setting -> its repeats' times. Without a
+    measured default, the fastest, saying so."""
+    medians = {k: statistics.median(v) for k, v in times.items() if v}
+    if not medians:
+        raise ValueError("no setting has a time")
+    fastest = min(medians, key=lambda k: (medians[k], str(k)))
+    if default not in medians:
+        return Choice(fastest, fastest, None, "the fastest; the default was not measured")
+    if fastest == default:
+        return Choice(default, fastest, None, "the default is the fastest")
+    c = compare(times[default], times[fastest])
+    if c.verdict == "faster":
+        return Choice(fastest, fastest, c, f"significantly faster than the default, p={c.p:.2g}")
+    why = "one run a side" if c.p is None else f"p={c.p:.2g}"
+    return Choice(
+        default, fastest, c, f"default kept: the fastest is not significantly faster, {why}"
+    )
