@@ -150,6 +150,7 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
         args.partition, args.tag = last["partitions"], last["tags"]
         args.reframe_args, started = last["reframe_args"], last["started"]
         args.openfoam = last.get("openfoam", "v1912")
+        args.repeats = last.get("repeats")
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(
             f"no earlier './bench run' recorded in {_last_run(results)} -- run './bench run' first"
@@ -262,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
                     "tags": args.tag,
                     "reframe_args": args.reframe_args,
                     "openfoam": args.openfoam,
+                    "repeats": args.repeats,
                 }
             )
             + "\n"
@@ -272,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         for partition in partitions:
             env = dict(os.environ)
+            if args.repeats:
+                env["TOPOFOAM_REPEATS"] = str(args.repeats)
             if partition == "slurm":
                 if not slurm.running():
                     print(
@@ -423,6 +427,12 @@ def cluster_command(args: argparse.Namespace) -> int:
     return _status(cluster.running(), cluster.conf, "emulated cluster")
 
 
+def _repeat_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of repeats, 1 or more")
+    return int(text)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -446,6 +456,12 @@ def parser() -> argparse.ArgumentParser:
         default="v1912",
         help="the OpenFOAM whose environments run: Debian's v1912 (default), org12 (built "
         "with './bench build org12'), or all",
+    )
+    r.add_argument(
+        "--repeats",
+        type=_repeat_count,
+        metavar="N",
+        help="repeats of every timed comparison on cpu (default 5; TOPOFOAM_REPEATS)",
     )
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)

@@ -88,6 +88,7 @@ class Seed001Reference(CountsMpiCalls, SweepRun):
     prepared = fixture(Seed001Case, scope="environment")
     valid_prog_environs = ["+seed001"]
     stage = "reference"
+    repeat = parameter([0])  # one reference per case and layout: its fields are compared
 
 
 @rfm.simple_test

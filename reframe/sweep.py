@@ -60,6 +60,7 @@ class _Reference(SweepRun):
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     valid_prog_environs = ["+reduction-schedule"]
     stage = "reference"
+    repeat = parameter([0])  # one reference per case and layout: its fields are compared
 
 
 class VariantReference(_Reference):

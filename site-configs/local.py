@@ -28,6 +28,9 @@ Environments:
                            org12``); present once built. ``./bench run`` selects the v1912
                            environments unless given ``--openfoam``.
 
+Timed comparisons (the sweeps, seed 001) run TOPOFOAM_REPEATS times on cpu (default 5), once
+on slurm and emu.
+
 Run it with ``./bench run`` (which starts and stops Slurm around ReFrame), or by hand:
 ``reframe -C site-configs/local.py -c reframe -r``.
 """
@@ -48,6 +51,20 @@ except FactsError as e:
     sys.exit(f"site-configs/local.py: {e}")
 _builds = _facts["builds"]
 _results = paths.results_dir()
+
+
+def _repeats() -> int:
+    """Repeats of every timed comparison on cpu: TOPOFOAM_REPEATS (``./bench run --repeats``),
+    default 5 (4 a side is the fewest with which Mann-Whitney can find anything at 5 %)."""
+    text = os.environ.get("TOPOFOAM_REPEATS", "5")
+    if not text.isdigit() or int(text) < 1:
+        sys.exit(
+            f"site-configs/local.py: TOPOFOAM_REPEATS is {text!r} -- give a whole number of "
+            f"repeats, 1 or more (5 by default)"
+        )
+    return int(text)
+
+
 _slurm = LocalSlurm()
 _emu = EmulatedCluster()
 
@@ -96,6 +113,9 @@ _sweep = {
         ["auto", "han"],
     ],
     "mpi": "openmpi4",
+    # Every timed comparison is repeated this often and compared by its medians
+    # (topofoam.results.stats).
+    "repeats": _repeats(),
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,
@@ -133,8 +153,10 @@ if _slurm_conf == str(_slurm.conf):
             "env_vars": _mpi_env + _ucx_env + [["SLURM_MPI_TYPE", "pmix"]],
             # The Slurm node is this machine: its processor is the one detected here.
             "processor": _facts["processor"],
-            # task/affinity: srun binds for real on this node.
-            "extras": _sweep,
+            # task/affinity: srun binds for real on this node. It is the cpu partition's
+            # machine: its runs prove the Slurm launch and binding once each, and the
+            # comparisons are repeated on cpu.
+            "extras": dict(_sweep, repeats=1),
             "max_jobs": 1,
         }
     )

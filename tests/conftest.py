@@ -24,6 +24,10 @@ from topofoam.paths import REPO
 PYTHON = sys.executable
 IS_ROOT = os.geteuid() == 0
 
+# Every test that runs checks and is not about repeats times each comparison once (the
+# local default is 5: tests/system/test_repeats.py runs that).
+os.environ.setdefault("TOPOFOAM_REPEATS", "1")
+
 TIERS = ("unit", "integration", "system")
 
 

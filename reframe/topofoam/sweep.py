@@ -76,6 +76,12 @@ def union(key: str) -> list:
     return sweepspace.union(key, partitions())
 
 
+def most_repeats() -> int:
+    """The largest repeat count over the sweep partitions (the ``repeat`` parameter's
+    range; each partition runs the repeats below its own count)."""
+    return max((sweepspace.repeats(p) for p in partitions()), default=1)
+
+
 def layout_name(layout) -> str:
     """'2x36': how a (nodes, processes per node) layout shows in test names."""
     return f"{layout[0]}x{layout[1]}"
@@ -104,6 +110,10 @@ class SweepRun(PlacedRun):
     adds the solver's wall time and the node-hours it spent.
     """
 
+    #: The repeat of the measurement (topofoam.results.stats merges them): declared first, so
+    #: it varies slowest and ReFrame's serial order runs every combination once before any
+    #: runs again, interleaving the sides of each comparison against slow drift.
+    repeat = parameter(range(most_repeats()))
     # A stage sweeps some of these (it redefines them); '' takes the partition's Settings.
     variant = parameter(["standard"])
     #: How far the final fields may be from the standard run's (relative to its largest
@@ -150,6 +160,8 @@ class SweepRun(PlacedRun):
         """Whether this test's combination runs on ``part`` (topofoam.sweepspace)."""
         combo = Combination(self.variant, self.binding, self.ucx, self.coll, self.ucx_inter)
         settings(part)
+        if self.repeat >= sweepspace.repeats(part):
+            return False
         return sweepspace.applies(self.stage, combo, part, nodes, ppn, tuning())
 
     @run_after("init")

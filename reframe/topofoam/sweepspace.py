@@ -119,6 +119,14 @@ def layouts(kind: str, parts: list[Partition], tuning: dict) -> list[tuple[int, 
     return sorted(found) or [(1, 1)]
 
 
+def repeats(part: Partition) -> int:
+    """How often each timed run of ``part`` is repeated (its ``repeats`` extra, 5 on the
+    cluster sites): once on an emulated partition, whose times are never compared."""
+    if part.extras.get("emulated"):
+        return 1
+    return max(1, int(part.extras.get("repeats", 1)))
+
+
 def union(key: str, parts: list[Partition]) -> list:
     """Every value of a list-valued extra over the partitions, in first-seen order."""
     seen = []

@@ -51,6 +51,9 @@ class Partition:
     #: The system's own row of seed 000 Table 2 (rankmap/p2p_latency_us.csv) that prices
     #: hop-bytes until the p2p check has measured this partition; '' where none is published.
     published_costs: str = ""
+    #: How often each timed run is repeated (seed 002 repeated every test 5 times); the
+    #: report compares medians with their confidence intervals (topofoam.results.stats).
+    repeats: int = 5
 
     def __post_init__(self):
         where = f"partition {self.name}"
@@ -66,6 +69,7 @@ class Partition:
             self.ppn = [self.cores]
         _whole_list(self.ppn, f"{where}: ppn", 1, self.cores)
         _whole_list(self.nodes, f"{where}: nodes", 1)
+        _whole(self.repeats, f"{where}: repeats", 1)
         for kind, names in (("ucx", self.ucx), ("ucx_inter", self.ucx_inter), ("coll", self.coll)):
             table = {"ucx": presets.UCX, "ucx_inter": presets.UCX_INTER, "coll": presets.COLL}[kind]
             if not isinstance(names, list) or not names:
@@ -118,6 +122,7 @@ class Partition:
             "intra2_pairs": [list(p) for p in self.intra2_pairs],
             "mpi": self.mpi,
             "published_costs": self.published_costs,
+            "repeats": self.repeats,
             "local_storage": self.local_storage,
             "node_hour_price": site.node_hour_price,
             "currency": site.currency,
