@@ -151,6 +151,7 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
         args.reframe_args, started = last["reframe_args"], last["started"]
         args.openfoam = last.get("openfoam", "v1912")
         args.repeats = last.get("repeats")
+        args.compare_all = last.get("compare_all", False)
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(
             f"no earlier './bench run' recorded in {_last_run(results)} -- run './bench run' first"
@@ -264,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
                     "reframe_args": args.reframe_args,
                     "openfoam": args.openfoam,
                     "repeats": args.repeats,
+                    "compare_all": args.compare_all,
                 }
             )
             + "\n"
@@ -276,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
             env = dict(os.environ)
             if args.repeats:
                 env["TOPOFOAM_REPEATS"] = str(args.repeats)
+            if args.compare_all:
+                env["TOPOFOAM_COMPARE"] = "all"
             if partition == "slurm":
                 if not slurm.running():
                     print(
@@ -462,6 +466,12 @@ def parser() -> argparse.ArgumentParser:
         type=_repeat_count,
         metavar="N",
         help="repeats of every timed comparison on cpu (default 5; TOPOFOAM_REPEATS)",
+    )
+    r.add_argument(
+        "--compare-all",
+        action="store_true",
+        help="time the comparisons on every case, as a cluster site does (default: one case "
+        "per kind, to keep the main job within about 20 minutes; TOPOFOAM_COMPARE=all)",
     )
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)

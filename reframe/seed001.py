@@ -106,10 +106,6 @@ class Seed001Run(CountsMpiCalls, SweepRun):
     def prepared(self):
         return CaseCopy(self.standard_run)
 
-    def _case_name(self) -> str:
-        info = type(self).get_variant_info(self.variant_num, recurse=True)["fixtures"]
-        return info["standard_run"]["fixtures"]["prepared"]["params"]["case"]
-
     @run_after("init")
     def need_the_mules_patch(self):
         # OpenFOAM-12's MULES limiter already exchanges with neighbours only (patches/README.md

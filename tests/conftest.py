@@ -24,9 +24,10 @@ from topofoam.paths import REPO
 PYTHON = sys.executable
 IS_ROOT = os.geteuid() == 0
 
-# Every test that runs checks and is not about repeats times each comparison once (the
-# local default is 5: tests/system/test_repeats.py runs that).
+# Every test that runs checks and is not about repeats times each comparison once, on every
+# case (the local default is 5 repeats on one case per kind: tests/system/test_repeats.py).
 os.environ.setdefault("TOPOFOAM_REPEATS", "1")
+os.environ.setdefault("TOPOFOAM_COMPARE", "all")
 
 TIERS = ("unit", "integration", "system")
 

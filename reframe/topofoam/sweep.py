@@ -150,17 +150,26 @@ class SweepRun(PlacedRun):
 
     # -- which partitions a combination applies to ----------------------------------------
 
-    def _layout(self):
+    def _prepared_params(self) -> dict:
+        """The parameters of the prepared case this test runs (case, layout)."""
         fixtures = type(self).get_variant_info(self.variant_num, recurse=True)["fixtures"]
         if "prepared" not in fixtures:  # a stage run: the case comes with its reference
             fixtures = fixtures["standard_run"]["fixtures"]
-        return tuple(fixtures["prepared"]["params"]["layout"])
+        return fixtures["prepared"]["params"]
+
+    def _layout(self):
+        return tuple(self._prepared_params()["layout"])
+
+    def _case_name(self) -> str:
+        return self._prepared_params()["case"]
 
     def applies(self, part, nodes: int, ppn: int) -> bool:
         """Whether this test's combination runs on ``part`` (topofoam.sweepspace)."""
         combo = Combination(self.variant, self.binding, self.ucx, self.coll, self.ucx_inter)
         settings(part)
         if self.repeat >= sweepspace.repeats(part):
+            return False
+        if not sweepspace.compares(part, self._case_name()):
             return False
         return sweepspace.applies(self.stage, combo, part, nodes, ppn, tuning())
 

@@ -127,6 +127,13 @@ def repeats(part: Partition) -> int:
     return max(1, int(part.extras.get("repeats", 1)))
 
 
+def compares(part: Partition, case: str) -> bool:
+    """Whether the timed comparisons of ``part`` run on ``case``: every case, unless the
+    partition's ``compare_cases`` names some (the local default's budget)."""
+    chosen = part.extras.get("compare_cases")
+    return not chosen or case in chosen
+
+
 def union(key: str, parts: list[Partition]) -> list:
     """Every value of a list-valued extra over the partitions, in first-seen order."""
     seen = []

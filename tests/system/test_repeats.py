@@ -5,10 +5,13 @@ CI, n and a verdict, never a bare number."""
 import csv
 import os
 import re
+import subprocess
+from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
-from conftest import bench_cli
+from conftest import PYTHON, REPO, bench_cli
 
 REPEATS = 5
 
@@ -67,3 +70,48 @@ def test_the_report_claims_nothing_without_n_ci_and_verdict(repeated_run):
         assert f"n={REPEATS}/{REPEATS}" in cell, cell
         assert cell.startswith("within noise") or re.match(r"^[+-]\d+\.\d \[[+-]", cell), cell
     assert "Noise floor" in section and "Mann-Whitney" in md
+
+
+def listed(results: Path, **env) -> dict[str, dict[str, set]]:
+    """check -> {case: repeats} of the local cpu partition's v1912 listing."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("TOPOFOAM_REPEATS", "TOPOFOAM_COMPARE")
+    } | {"TOPOFOAM_RESULTS": str(results), **env}
+    done = subprocess.run(
+        [
+            str(Path(PYTHON).parent / "reframe"),
+            "-C",
+            "site-configs/local.py",
+            "-c",
+            "reframe",
+            "--system",
+            "local:cpu",
+            "-p",
+            "^openfoam-v1912",
+            "-l",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    found = defaultdict(lambda: defaultdict(set))
+    for line in done.stdout.splitlines():
+        m = re.match(r"^- (VariantRun|Seed001Run) .*%repeat=(\d+) .*prepared\.case=(\w+)", line)
+        if m:
+            found[m[1]][m[3]].add(int(m[2]))
+    return found
+
+
+def test_the_local_default_compares_one_case_per_kind_five_times(repeated_run):
+    _, results = repeated_run
+    default = listed(results)
+    assert set(default["VariantRun"]) == {"laplacianFoam"}
+    assert set(default["Seed001Run"]) == {"hpcCavity3D", "damBreak2D"}
+    assert all(r == set(range(5)) for c in default.values() for r in c.values())
+    everything = listed(results, TOPOFOAM_COMPARE="all", TOPOFOAM_REPEATS="2")
+    assert set(everything["VariantRun"]) == {"laplacianFoam", "pitzDaily"}
+    assert set(everything["Seed001Run"]) == {"hpcCavity3D", "damBreak2D", "damBreak3D"}
+    assert all(r == {0, 1} for c in everything.values() for r in c.values())
