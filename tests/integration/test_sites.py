@@ -24,42 +24,44 @@ REFRAME = str(Path(PYTHON).parent / "reframe")
 #   cost      node counts x (standard, local+global)
 #   p2p       the hardware levels the node has (hpc2 and OCI NPS1: one NUMA node a package)
 #   storage   shared and node-local x 3 write intervals, one node
-#   seed001   node counts x (damBreak2D, damBreak3D: 6 variants each; hpcCavity3D: the 3
-#             PCG ones) where the environment has seed 001's patches (v1912: OCI; VSC-5 and
-#             hpc2 run OpenFOAM-12, whose series does not carry them)
+#   seed001   node counts x (damBreak2D, damBreak3D: 6 variants each on v1912 at OCI, the 3
+#             PCG ones on OpenFOAM-12 at VSC-5 and hpc2, which needs no optMULES;
+#             hpcCavity3D: the 3 PCG ones)
+# and every timed run (all but p2p and storage) 5 times, the sites' repeats.
+R = 5
 EXPECTED = {
     "vsc5": {
-        "variants": 2 * 10 * 6,
-        "intra1": 4,
-        "intra2": 2 * 6,
-        "inter1": 9 * 3 - 2,
-        "inter2": 9,
-        "cost": 10 * 2,
+        "variants": R * (2 * 10 * 6),
+        "intra1": R * (4),
+        "intra2": R * (2 * 6),
+        "inter1": R * (9 * 3 - 2),
+        "inter2": R * (9),
+        "cost": R * (10 * 2),
         "p2p": 4,
         "storage": 6,
-        "seed001": 0,
+        "seed001": R * (10 * 9),
     },
     "hpc2": {
-        "variants": 2 * 7 * 6,
-        "intra1": 4,
-        "intra2": 2 * 6,
-        "inter1": 6 * 3 - 2,
-        "inter2": 6,
-        "cost": 7 * 2,
+        "variants": R * (2 * 7 * 6),
+        "intra1": R * (4),
+        "intra2": R * (2 * 6),
+        "inter1": R * (6 * 3 - 2),
+        "inter2": R * (6),
+        "cost": R * (7 * 2),
         "p2p": 3,
         "storage": 6,
-        "seed001": 0,
+        "seed001": R * (7 * 9),
     },
     "oci": {
-        "variants": 2 * (2 * 4 * 6),
-        "intra1": 2 * 4,
-        "intra2": 2 * (2 * 5),
-        "inter1": 2 * (3 * 3 - 1),
-        "inter2": 2 * 3,
-        "cost": 2 * (4 * 2),
+        "variants": R * (2 * (2 * 4 * 6)),
+        "intra1": R * (2 * 4),
+        "intra2": R * (2 * (2 * 5)),
+        "inter1": R * (2 * (3 * 3 - 1)),
+        "inter2": R * (2 * 3),
+        "cost": R * (2 * (4 * 2)),
         "p2p": 3 + 4,
         "storage": 2 * 6,
-        "seed001": 2 * (4 * 15),
+        "seed001": R * (2 * (4 * 15)),
     },
 }
 
@@ -227,7 +229,7 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
         "-S",
         "launcher_kind=mpirun",
         "-n",
-        r"VariantRun%variant=local\+global.*%standard_run.prepared.case="
+        r"VariantRun%repeat=0%variant=local\+global.*%standard_run.prepared.case="
         r"pitzDaily%standard_run.prepared.layout=2x",
     )
     (script,) = (
@@ -241,9 +243,9 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
 
 
 def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
-    """OCI intra2: 20 runs of one node for at most an hour each; per partition the case
-    prepared once (a one-node job of at most 2 hours) and its standard run (one node, an
-    hour); the build runs on the login node."""
+    """OCI intra2: 20 combinations of one node, 5 repeats each, for at most an hour each; per
+    partition the case prepared once (a one-node job of at most 2 hours) and its standard run
+    (one node, an hour); the build runs on the login node."""
     done = subprocess.run(
         [
             PYTHON,
@@ -263,11 +265,11 @@ def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     rows = {ln.split()[0]: ln.split()[1:] for ln in done.stdout.splitlines()[1:]}
-    assert rows["Intra2Run"] == ["20", "1", "20.0", "0"]
+    assert rows["Intra2Run"] == ["100", "1", "100.0", "0"]
     assert rows["Intra2Reference"] == ["2", "1", "2.0", "0"]
     assert rows["Intra2Case"] == ["2", "1", "4.0", "0"]
     assert rows["PatchedOpenFOAMBuild"] == ["0", "0", "0.0", "2"]
-    assert rows["total"] == ["24", "1", "26.0", "2"]
+    assert rows["total"] == ["104", "1", "106.0", "2"]
 
 
 def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
