@@ -131,7 +131,6 @@ def test_report_tables_are_the_perflog_numbers(variants_run, partition):
         caption = f"{case} (ci), 2 ranks per node, VariantRun on {partition}"
         decrease = markdown_table(decrease_md, caption)
         scaling = markdown_table(scaling_md, caption)
-        standard = wall[("standard", "block")]
         for (variant, binding), t in wall.items():
             name = f"{variant}, {binding}"
             assert scaling[name][0].startswith(f"{t:.3g} s, E 1, {t / 3600:.3g} node-h (n=1)"), (
@@ -139,10 +138,8 @@ def test_report_tables_are_the_perflog_numbers(variants_run, partition):
                 scaling[name],
             )
             if name != "standard, block":
-                assert decrease[name][0].startswith(f"{100 * (1 - t / standard):+.1f} ["), (
-                    name,
-                    decrease[name],
-                )
+                # one run a side: no number is claimed (tests/system/test_repeats.py has 5)
+                assert decrease[name][0].startswith("no verdict (n=1/1"), (name, decrease[name])
 
 
 @pytest.mark.parametrize("partition", PARTITIONS)
@@ -193,7 +190,7 @@ def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
         "intra2",
         "--",
         "-n",
-        f"Intra2Run%variant=standard.*%ucx={preset}%",
+        f"Intra2Run%repeat=0%variant=standard.*%ucx={preset}%",
         "-S",
         "env_vars=UCX_PROTO_ENABLE:y,UCX_PROTO_INFO:y,FOAM_SIGFPE:false",
         env=env_for(tmp_path),
@@ -208,8 +205,9 @@ def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
 
 
 def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
-    """intra1 and intra2 for real on the local scheduler; topofoam.tuning picks the fastest
-    combination (median wall time) per stage, and the cost stage then runs with it."""
+    """intra1 and intra2 for real on the local scheduler, one run each: topofoam.tuning keeps
+    the defaults, since no single run is significantly faster (tests/unit/test_results.py
+    has repeats that are), and the cost stage then runs with a tuning file's settings."""
     done = bench_cli(
         "run", "--partition", "cpu", "--tag", "intra[12]", env=env_for(tmp_path), timeout=1800
     )
@@ -223,16 +221,14 @@ def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
         text=True,
     )
     assert made.returncode == 0, made.stderr
-    rows = read_perflog(perflogs / "cpu" / "Intra2Run.log")
-    fastest = min(rows, key=lambda r: float(r["wall_value"]))
     assert json.loads(out.read_text()) == {
-        "cpu": {
-            "ppn": 2,
-            "binding": fastest["binding"],
-            "ucx": fastest["ucx"],
-            "coll": fastest["coll"],
-        }
+        "cpu": {"ppn": 2, "binding": "block", "ucx": "auto", "coll": "default"}
     }
+    said = made.stdout.splitlines()
+    assert any(s.startswith("cpu intra2: binding=block, ucx=auto, coll=default -- ") for s in said)
+    assert all(
+        "default kept" in s or "the default is the fastest" in s for s in said if " -- " in s
+    ), said
     # The next stage reads such a file: the standard cost run takes its placement and presets
     # (none of them the defaults, so that taking them shows).
     out.write_text(
@@ -248,7 +244,7 @@ def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
         "cost",
         "--",
         "-n",
-        "CostRun%variant=standard",
+        "CostRun%repeat=0%variant=standard",
         env=env,
         timeout=1800,
     )
@@ -294,7 +290,7 @@ def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
     assert sorted(cpu) == sorted(r["setting"] for r in rows)
     for row in rows:
         assert cpu[row["setting"]]["wall"] == [round(float(row["wall_value"]), 4), None, 3.0, "s"]
-    one = ["-n", r"VariantRun%variant=standard%binding=block.*pitzDaily"]
+    one = ["-n", r"VariantRun%repeat=0%variant=standard%binding=block.*pitzDaily"]
     done = bench_cli(
         "run",
         "--partition",
@@ -321,7 +317,7 @@ def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
     )
     assert done.returncode == 1
     assert re.search(
-        r"FAILED VariantRun %variant=standard %binding=block .*pitzDaily.* fail "
+        r"FAILED VariantRun %repeat=0 %variant=standard %binding=block .*pitzDaily.* fail "
         r"in performance: .*wall",
         done.stdout,
     ), done.stdout[-3000:]
