@@ -108,6 +108,8 @@ def test_single_runs_get_no_verdict():
     c = stats.compare([1.0], [0.5])
     assert c.verdict == "no verdict (n=1)" and not c.significant
     assert c.p is None and c.low is None
+    zero = stats.compare([0.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    assert zero.verdict == "no verdict (a time of 0)" and zero.ratio is None
 
 
 def test_summary_of_repeats():

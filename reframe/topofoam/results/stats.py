@@ -90,7 +90,7 @@ class Comparison:
     low: float | None
     high: float | None
     p: float | None
-    verdict: str  # 'faster', 'slower', 'within noise', or 'no verdict (n=1)'
+    verdict: str  # 'faster', 'slower', 'within noise', or 'no verdict (...)'
 
     @property
     def significant(self) -> bool:
@@ -100,11 +100,14 @@ class Comparison:
 def compare(a, b, confidence: float = CONFIDENCE) -> Comparison:
     """Whether the times ``b`` differ from ``a``: Mann-Whitney U on the log times (so the
     shift is a ratio), Hodges-Lehmann ratio and its CI from the same U distribution."""
-    xa = [math.log(float(v)) for v in a]
-    xb = [math.log(float(v)) for v in b]
-    m, n = len(xa), len(xb)
+    m, n = len(a), len(b)
     if m == 0 or n == 0:
         raise ValueError("a comparison needs runs on both sides")
+    if any(float(v) <= 0 for v in (*a, *b)):
+        # a time of 0 (a run too short for its clock) has no ratio
+        return Comparison(m, n, None, None, None, None, "no verdict (a time of 0)")
+    xa = [math.log(float(v)) for v in a]
+    xb = [math.log(float(v)) for v in b]
     diffs = sorted(y - x for y in xb for x in xa)
     ratio = math.exp(statistics.median(diffs))
     if m < 2 or n < 2:
@@ -204,7 +207,10 @@ def choose(default, times: dict) -> Choice:
     c = compare(times[default], times[fastest])
     if c.verdict == "faster":
         return Choice(fastest, fastest, c, f"significantly faster than the default, p={c.p:.2g}")
-    why = "one run a side" if c.p is None else f"p={c.p:.2g}"
+    if c.p is None:
+        why = "one run a side" if c.verdict == "no verdict (n=1)" else c.verdict
+    else:
+        why = f"p={c.p:.2g}"
     return Choice(
         default, fastest, c, f"default kept: the fastest is not significantly faster, {why}"
     )
