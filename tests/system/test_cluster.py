@@ -320,6 +320,9 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
             "MultiNodeRun%variant=standard%launcher_kind=srun",
             "-S",
             "MultiNodeRun.postrun_cmds=sleep 30",
+            # No rerun (./bench run reruns once on emu): it would wait for the dead node.
+            "--max-retries",
+            "0",
         ],
         cwd=REPO,
         env=env,
