@@ -101,22 +101,31 @@ ticker=$!
 trap 'pkill -P $ticker 2>/dev/null; kill $ticker 2>/dev/null' EXIT
 
 # 4. wmake, src/, the applications: incremental, so a rerun continues.
+# The compiler sees the tree through one path per flavour, <flavour>-building (a link to
+# PREFIX), whatever the key: the absolute include paths, and the __FILE__ strings they put
+# into objects, are then the same for every series, and ccache reuses every object a changed
+# series does not touch. (etc/bashrc keeps the path it is sourced from, pwd -L.)
+link=${prefix%-*}-building
+ln -sfn "$(basename "$prefix")" "$link"
 set +eu
 env -0 > "$prefix/.env.before"
 # shellcheck disable=SC1091,SC2086
-. "$tree/etc/bashrc" $settings WM_NCOMPPROCS="$(nproc)" >> "$log" 2>&1
+. "$link/$top/etc/bashrc" $settings WM_NCOMPPROCS="$(nproc)" >> "$log" 2>&1
 env -0 > "$prefix/.env.after"
 set -eu
-[ "${WM_PROJECT_DIR:-}" = "$tree" ] || die "sourcing $tree/etc/bashrc did not set WM_PROJECT_DIR -- see $log"
+case "${WM_PROJECT_DIR:-}" in
+    "$link/$top"|"$tree") ;;
+    *) die "sourcing $tree/etc/bashrc did not set WM_PROJECT_DIR -- see $log";;
+esac
 
-# ccache, when installed: a build for a changed series (a new PREFIX) recompiles only what the
-# series touches. BASEDIR makes the tree's absolute paths relative, so two trees share entries.
+# ccache, when installed: a build for a changed series (a new PREFIX, the same link) recompiles
+# only what the series touches.
 if [ -d /usr/lib/ccache ] && [ -n "${CCACHE_DIR:-}" ]; then
-    export PATH=/usr/lib/ccache:$PATH CCACHE_BASEDIR=${prefix%/*} CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+    export PATH=/usr/lib/ccache:$PATH CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
     say "compiling through ccache ($CCACHE_DIR)"
 fi
 
-cd "$tree"
+cd "$WM_PROJECT_DIR"
 say "wmake tools"
 (cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
 say "libraries (src/Allwmake; most of the build)"
@@ -143,14 +152,17 @@ for app in "${apps[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] || die "the build finished without ${missing[*]} -- see $log (rerun to continue)"
 
-# The environment the tools run with: what etc/bashrc set or changed.
-python3 - "$prefix/.env.before" "$prefix/.env.after" > "$prefix/env.json" <<'EOF'
+# The environment the tools run with: what etc/bashrc set or changed, naming PREFIX itself
+# (the link moves on to the next build).
+python3 - "$prefix/.env.before" "$prefix/.env.after" "$link" "$prefix" > "$prefix/env.json" <<'EOF'
 import json, sys
 def read(path):
     items = open(path, "rb").read().split(b"\0")
     return dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
 before, after = read(sys.argv[1]), read(sys.argv[2])
-print(json.dumps({k: v for k, v in after.items() if before.get(k) != v}, indent=1, sort_keys=True))
+link, prefix = sys.argv[3], sys.argv[4]
+changed = {k: v.replace(link, prefix) for k, v in after.items() if before.get(k) != v}
+print(json.dumps(changed, indent=1, sort_keys=True))
 EOF
 touch "$prefix/.complete"
 say "done: $prefix"
