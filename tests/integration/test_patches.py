@@ -58,40 +58,69 @@ def test_esi_v1912_applies_to_debians_source(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def org12_tree(tmp_path: Path) -> Path | None:
-    """An OpenFOAM-12 source tree: OPENFOAM_ORG12_SRC, or the archive in the source mirror
-    (TOPOFOAM_SOURCES, localsite/sources.py) extracted into ``tmp_path``; None without both."""
-    if os.environ.get("OPENFOAM_ORG12_SRC"):
-        return Path(os.environ["OPENFOAM_ORG12_SRC"])
+def touched(series: Path) -> list[str]:
+    """The files the series changes (not those it creates)."""
+    paths = []
+    for patch in sorted(series.glob("*.patch")):
+        lines = patch.read_text().splitlines()
+        for old, new in zip(lines, lines[1:]):
+            if old.startswith("--- a/") and new.startswith("+++ b/") and new[6:] not in paths:
+                paths.append(new[6:])
+    return paths
+
+
+def archive_scratch(flavour_name: str, series: Path, dest: Path) -> Path | None:
+    """The files ``series`` changes, extracted from the flavour's source archive in the source
+    mirror (TOPOFOAM_SOURCES, localsite/sources.py) into ``dest``; None without the archive."""
     from localsite import flavours, sources
 
     try:
-        archive = sources.find(flavours.ORG12.archive)
+        archive = sources.find(flavours.get(flavour_name).archive, download=False)
     except sources.SourceError:
         return None
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["tar", "-xzf", str(archive), "-C", str(tmp_path)], check=True)
-    return tmp_path / flavours.ORG12.top
-
-
-ORG12_SOURCE = bool(
-    os.environ.get("OPENFOAM_ORG12_SRC")
-    or (
-        os.environ.get("TOPOFOAM_SOURCES")
-        and (Path(os.environ["TOPOFOAM_SOURCES"]) / "OpenFOAM-12.tar.gz").is_file()
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["tar", "-xzf", str(archive), "-C", str(dest), "--strip-components=1", "--wildcards"]
+        + [f"*/{rel}" for rel in touched(series)],
+        check=True,
     )
-)
+    return dest
+
+
+def has_source(archive: str) -> bool:
+    folder = os.environ.get("TOPOFOAM_SOURCES")
+    return bool(folder and (Path(folder) / archive).is_file())
 
 
 @pytest.mark.skipif(
-    not ORG12_SOURCE,
+    not (os.environ.get("OPENFOAM_ORG12_SRC") or has_source("OpenFOAM-12.tar.gz")),
     reason="no OpenFOAM-12 source: set TOPOFOAM_SOURCES to a folder with OpenFOAM-12.tar.gz "
     "(or OPENFOAM_ORG12_SRC to an extracted tree) to check patches/org-12 applies",
 )
 def test_org12_applies_to_openfoam_12(tmp_path):
     series = REPO / "patches" / "org-12"
-    source = org12_tree(tmp_path / "source")
-    assert source is not None and (source / "etc" / "bashrc").is_file()
-    tree = scratch_copy(source, tmp_path / "scratch", series)
+    if os.environ.get("OPENFOAM_ORG12_SRC"):
+        tree = scratch_copy(Path(os.environ["OPENFOAM_ORG12_SRC"]), tmp_path, series)
+    else:
+        tree = archive_scratch("org12", series, tmp_path)
     done = dry_run(series, tree)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(
+    not has_source("OpenFOAM-v2512.tar.gz"),
+    reason="no ESI v2512 source: set TOPOFOAM_SOURCES to a folder with OpenFOAM-v2512.tar.gz "
+    "to check patches/esi-v2512 applies",
+)
+def test_esi_v2512_applies_with_git_apply_in_order(tmp_path):
+    """As build-tree.sh applies it: git apply, one patch after the other."""
+    series = REPO / "patches" / "esi-v2512"
+    tree = archive_scratch("v2512", series, tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=tree, check=True)
+    for patch in sorted(series.glob("*.patch")):
+        done = subprocess.run(
+            ["git", "apply", str(patch)], cwd=tree, capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{patch.name}: {done.stderr}"
+    assert (tree / "src/OpenFOAM/db/IOstreams/Pstreams/reductionSchedule.C").is_file()
+    assert "RePiPePCG/RePiPePCG.C" in (tree / "src/OpenFOAM/Make/files").read_text()
