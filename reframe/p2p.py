@@ -21,8 +21,9 @@ from reframe.core.builtins import (
 
 import reframe as rfm
 from rankmap import topology
+from topofoam import sweepspace
 from topofoam.fixtures import MpiBuild
-from topofoam.sweep import partitions
+from topofoam.sweep import most_repeats, partitions
 
 
 class PingPongBuild(MpiBuild):
@@ -38,6 +39,9 @@ class PingPongBuild(MpiBuild):
 class PingPongRun(rfm.RunOnlyRegressionTest):
     """Round-trip time between two cores at one hardware level."""
 
+    #: The repeat of the measurement (topofoam.p2p merges them): declared first, so every
+    #: level is measured once before any is measured again.
+    repeat = parameter(range(most_repeats()))
     level = parameter(list(topology.LEVELS))
     build = fixture(PingPongBuild, scope="environment")
     #: Message sizes in double-precision scalars (seed 000 Table 2).
@@ -58,6 +62,8 @@ class PingPongRun(rfm.RunOnlyRegressionTest):
     @run_after("init")
     def select_partitions(self):
         def measurable(part):
+            if self.repeat >= sweepspace.repeats(part):
+                return False
             if self.level == "inter_node" and 2 not in part.extras["nodes"]:
                 return False
             return self.pair(part) is not None

@@ -20,7 +20,7 @@ from reframe.core.builtins import (
 )
 
 import reframe as rfm
-from topofoam import sweep
+from topofoam import sweep, sweepspace
 from topofoam.fixtures import PatchedOpenFOAMBuild
 from topofoam.runs import PreparedCaseRun
 from topofoam.sweep import PreparedLayout, layout_name
@@ -37,6 +37,7 @@ def _elapsed(step: str) -> str:
 
 class StorageCase(PreparedLayout):
     case = parameter(["motorbike"])
+    timed = False  # the phases around the solver are what is timed: the size's steps
     layout = parameter(sweep.layouts("one-node"), fmt=layout_name)
 
 
@@ -44,6 +45,8 @@ class StorageCase(PreparedLayout):
 class StorageRun(PreparedCaseRun):
     """Decompose, solve and reconstruct on node-local or shared storage."""
 
+    #: The repeat of the measurement: declared first, so shared and local alternate.
+    repeat = parameter(range(sweep.most_repeats()))
     storage = parameter(["shared", "local"])
     #: Time steps between writes; 0: only the end.
     write_every = parameter([1, 10, 0])
@@ -65,7 +68,9 @@ class StorageRun(PreparedCaseRun):
     def select_partitions(self):
         _, ppn = self._layout()
         self.valid_systems = [
-            p.fullname for p in sweep.partitions() if ppn == sweep.settings(p).ppn
+            p.fullname
+            for p in sweep.partitions()
+            if ppn == sweep.settings(p).ppn and self.repeat < sweepspace.repeats(p)
         ]
 
     @run_after("setup")

@@ -128,6 +128,21 @@ _sweep = {
     # (topofoam.results.stats).
     "repeats": _repeats(),
     "compare_cases": _compare_cases(),
+    # Time steps of the compared runs at the ci size, instead of its own: about 2 to 3 s of
+    # solver time each on 2 ranks here, where the ci size's own steps take 0.3 to 1.4 s, MPI
+    # start-up a good part of it (ExecutionTime per CaseRun, 2026-11-22: laplacianFoam 0.93 s
+    # per 100 steps, motorbike 0.30 s per 20, hpcCavity3D 0.33 s per 20, damBreak2D 1.42 s per
+    # 100). More would not fit the main job's budget with 5 repeats.
+    "timed_steps": {
+        "laplacianFoam": 300,
+        "motorbike": 150,
+        "hpcCavity3D": 150,
+        "damBreak2D": 150,
+        "pitzDaily": 250,
+        "cavity2D": 200,
+        "cavity3D": 200,
+        "damBreak3D": 200,
+    },
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,
@@ -166,9 +181,9 @@ if _slurm_conf == str(_slurm.conf):
             # The Slurm node is this machine: its processor is the one detected here.
             "processor": _facts["processor"],
             # task/affinity: srun binds for real on this node. It is the cpu partition's
-            # machine: its runs prove the Slurm launch and binding once each, and the
-            # comparisons are repeated on cpu.
-            "extras": dict(_sweep, repeats=1),
+            # machine: its runs prove the Slurm launch and binding once each, at the size's
+            # own steps, and the comparisons are repeated on cpu.
+            "extras": dict(_sweep, repeats=1, timed_steps={}),
             "max_jobs": 1,
         }
     )

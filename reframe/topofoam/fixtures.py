@@ -93,8 +93,13 @@ class PreparedCase(rfm.RunOnlyRegressionTest):
         ]
         if not self.fixed_work:
             self.executable_opts.append("--converge")
-        if self.steps_override:
-            self.executable_opts += ["--steps", str(self.steps_override)]
+        steps = self.steps_option()
+        if steps:
+            self.executable_opts += ["--steps", str(steps)]
+
+    def steps_option(self) -> int:
+        """Time steps instead of the size's (0: the size's)."""
+        return self.steps_override
 
     @sanity_function
     def assert_prepared(self):

@@ -93,10 +93,21 @@ class PreparedLayout(PreparedCase):
 
     layout = parameter([(1, 1)], fmt=layout_name)
 
+    #: Whether the partition's ``timed_steps`` apply (runs whose times are compared).
+    timed = True
+
     @run_after("init")
     def set_subdomains(self):
         nodes, ppn = self.layout
         self.num_subdomains = nodes * ppn
+
+    def steps_option(self) -> int:
+        """At the ci size, the partition's ``timed_steps`` for the case, if it names any:
+        enough steps that a compared time stands above the start-up and the noise (the
+        local default; a cluster site runs a named or published size)."""
+        if self.steps_override or not self.timed or self.size != "ci":
+            return self.steps_override
+        return int(self.current_partition.extras.get("timed_steps", {}).get(self.case, 0))
 
 
 class SweepRun(PlacedRun):

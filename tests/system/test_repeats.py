@@ -44,6 +44,9 @@ def test_every_combination_runs_five_times_in_interleaved_rounds(repeated_run):
         rows = [r for r in csv.DictReader(f, delimiter="|") if r["case"] == "laplacianFoam"]
     combos = {(r["variant"], r["binding"]) for r in rows}
     assert len(combos) >= 3
+    # The compared runs take the local default's timed steps (site-configs/local.py,
+    # timed_steps: 300 for laplacianFoam), not the ci size's 100.
+    assert {r["expected_steps"] for r in rows} == {"300"}
     for combo in combos:
         runs = [r for r in rows if (r["variant"], r["binding"]) == combo]
         assert sorted(int(r["repeat"]) for r in runs) == list(range(REPEATS))

@@ -6,6 +6,7 @@ The report of a real local run is checked in test_sweep_local.py (it reuses that
 
 import csv
 import json
+import re
 import statistics
 import subprocess
 
@@ -474,3 +475,49 @@ def test_the_summary_counts_runs_by_openfoam(tmp_path):
         ["esi v1912", "openfoam-v1912", "1", "1"],
         ["org 12", "openfoam-org12", "2", "1"],
     ]
+
+
+@pytest.mark.parametrize(
+    "local_totals, cell",
+    [
+        # TEST DATA: node-local clearly faster than shared (30 s): a decrease with its CI.
+        ((20.0, 20.5, 19.8, 20.2, 21.0), r"^\+3\d\.\d \[\+\d+\.\d, \+\d+\.\d\] \(n=5/5\)$"),
+        # TEST DATA: the same times on both sides, shuffled: within noise, no number.
+        ((30.3, 29.7, 30.1, 29.9, 30.0), r"^within noise \(n=5/5, p=\d\.\d\d\)$"),
+    ],
+)
+def test_storage_local_against_shared_with_a_verdict(tmp_path, local_totals, cell):
+    results = tmp_path / "results"
+    header = [
+        "job_completion_time",
+        "result",
+        "case",
+        "size",
+        "storage",
+        "write_every",
+        "stage",
+        "ppn",
+        "total_value",
+        "total_unit",
+    ]
+    shared = (30.0, 30.2, 29.8, 30.1, 29.9)
+    rows = []
+    for storage, totals in (("shared", shared), ("local", local_totals)):
+        for i, t in enumerate(totals):
+            rows.append(
+                [f"2026-01-01T00:0{i}:00", "pass", "motorbike", "ci", storage, 0, "storage", 2]
+                + [t, "s"]
+            )
+    write_rows(results / "perflogs" / "vsc5" / "zen3_0512" / "StorageRun.log", header, rows)
+    md = build(results, "vsc5", images=False, say=lambda _: None).markdown.read_text()
+    lines = md.split("## Storage")[1].split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("| partition"))
+    table = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        table.append([c.strip() for c in line.strip("|").split(" | ")])
+    by_storage = {r[2]: r for r in table}
+    assert by_storage["shared"][-1] == ""
+    assert by_storage["local"][-2] == "n=5"
+    assert re.match(cell, by_storage["local"][-1]), by_storage["local"]

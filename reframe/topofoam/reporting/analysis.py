@@ -87,6 +87,8 @@ class Decrease:
     optimized: Group
     #: the test behind the verdict (None where a side has no passed run)
     comparison: stats.Comparison | None = None
+    #: the time compared ('' : the solver's, see metric())
+    compared: str = ""
 
     @property
     def verdict(self) -> str:
@@ -95,8 +97,29 @@ class Decrease:
     @property
     def short(self) -> bool:
         """Either side's median is below SHORT_SECONDS."""
-        m = metric(self.standard)
+        m = self.compared or metric(self.standard)
         return any((g.value(m) or 0) < SHORT_SECONDS for g in (self.standard, self.optimized))
+
+
+def _decrease(standard: Group, optimized: Group, m: str, label_: str, compared: str = ""):
+    a, b = standard.values(m), optimized.values(m)
+    c = stats.compare(a, b) if a and b else None
+    return Decrease(
+        standard.key[0],
+        standard.key[1],
+        standard.get("case"),
+        standard.get("size"),
+        standard.get("nodes"),
+        ppn_of(standard),
+        label_,
+        _percent(c.ratio) if c else None,
+        _percent(c.high) if c else None,
+        _percent(c.low) if c else None,
+        standard,
+        optimized,
+        c,
+        compared,
+    )
 
 
 def decreases(groups: list[Group]) -> list[Decrease]:
@@ -110,7 +133,7 @@ def decreases(groups: list[Group]) -> list[Decrease]:
             continue
         by_run[(g.key[0], g.key[1]) + tuple(g.get(c) for c in SAME_RUN)].append(g)
     out = []
-    for (partition, check, *_), members in sorted(by_run.items(), key=lambda kv: str(kv[0])):
+    for _key, members in sorted(by_run.items(), key=lambda kv: str(kv[0])):
         standard = [
             g
             for g in members
@@ -128,25 +151,7 @@ def decreases(groups: list[Group]) -> list[Decrease]:
                 and g.get("binding") in (None, "block")
             ):
                 continue
-            a, b = std.values(m), g.values(m)
-            c = stats.compare(a, b) if a and b else None
-            out.append(
-                Decrease(
-                    partition,
-                    check,
-                    std.get("case"),
-                    std.get("size"),
-                    std.get("nodes"),
-                    ppn_of(std),
-                    label(g),
-                    _percent(c.ratio) if c else None,
-                    _percent(c.high) if c else None,
-                    _percent(c.low) if c else None,
-                    std,
-                    g,
-                    c,
-                )
-            )
+            out.append(_decrease(std, g, m, label(g)))
     return out
 
 
@@ -278,6 +283,22 @@ def stages(groups: list[Group]) -> list[StageResult]:
                 )
             )
     return out
+
+
+def storage_decreases(groups: list[Group]) -> dict[int, Decrease]:
+    """Per node-local storage group (by id): its total time (copies included) against the
+    shared-storage group of the same partition, case, size and write interval."""
+    found = storage(groups)
+
+    def same(g):
+        return (g.key[0], g.get("case"), g.get("size"), g.get("write_every"), ppn_of(g))
+
+    shared = {same(g): g for g in found if g.get("storage") == "shared"}
+    return {
+        id(g): _decrease(shared[same(g)], g, "total", "local storage", "total")
+        for g in found
+        if g.get("storage") == "local" and same(g) in shared
+    }
 
 
 def storage(groups: list[Group]) -> list[Group]:

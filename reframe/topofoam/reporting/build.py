@@ -520,6 +520,7 @@ class Builder:
             sec.add("No storage run (tag storage).")
             return
         cols = ("decompose", "solve", "reconstruct", "copies", "total")
+        against = analysis.storage_decreases(groups)
         rows = [
             [
                 g.key[0],
@@ -528,15 +529,18 @@ class Builder:
                 {0: "end only"}.get(g.get("write_every"), f"every {g.get('write_every')}"),
             ]
             + [fmt(g.value(c)) for c in cols]
-            + [_counts(g)]
+            + [_counts(g), _decrease_cell(against[id(g)]) if id(g) in against else ""]
             for g in found
         ]
         sec.add(
             'Merged seconds per phase; "copies" is staging the case to node-local '
             "disk and the results back (on shared storage only the check's own "
-            "bookkeeping).",
+            'bookkeeping). "total vs shared": the decrease of the total time on node-local '
+            "storage against shared storage, as in the decrease table (CI, n, verdict).",
             Table(
-                ["partition", "case", "storage", "writes"] + [f"{c} s" for c in cols] + ["runs"],
+                ["partition", "case", "storage", "writes"]
+                + [f"{c} s" for c in cols]
+                + ["runs", "total vs shared %"],
                 rows,
             ),
         )
