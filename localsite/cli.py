@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from localsite import facts, flavours, openfoam, strays
+from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
 from topofoam import paths, resume
@@ -405,6 +406,19 @@ def build_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def spack_command(args: argparse.Namespace) -> int:
+    """The offline Spack (TOPOFOAM_SPACK_KIT), set up once, run in the repository: e.g.
+    ``TOPOFOAM_SITE=oci ./bench spack -e . concretize -f``."""
+    try:
+        spack = offline_spack.ensure()
+    except offline_spack.SpackKitError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    site = {"TOPOFOAM_SITE": os.environ["TOPOFOAM_SITE"]} if "TOPOFOAM_SITE" in os.environ else {}
+    cmd = [str(spack.root / "bin" / "spack"), *args.spack_args]
+    return subprocess.run(cmd, cwd=paths.REPO, env=spack.environ(**site)).returncode
+
+
 def slurm_command(args: argparse.Namespace) -> int:
     slurm = LocalSlurm()
     if args.action == "start":
@@ -516,6 +530,13 @@ def parser() -> argparse.ArgumentParser:
         )
         k.add_argument("module_args", nargs=argparse.REMAINDER)
         k.set_defaults(func=with_openfoam, module=module)
+    k = sub.add_parser(
+        "spack",
+        help="the offline Spack of TOPOFOAM_SPACK_KIT, in the repository (set up once)",
+        add_help=False,
+    )
+    k.add_argument("spack_args", nargs=argparse.REMAINDER)
+    k.set_defaults(func=spack_command)
     s = sub.add_parser("slurm", help="the project's local Slurm")
     s.add_argument("action", choices=("start", "stop", "status"))
     s.set_defaults(func=slurm_command)
@@ -540,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
             which, rest = rest[1], rest[2:]
         args = argparse.Namespace(module=PASS_THROUGH[argv[0]], module_args=rest, openfoam=which)
         return with_openfoam(args)
+    if argv and argv[0] == "spack":  # Spack's own options (-e .) follow the verb
+        return spack_command(argparse.Namespace(spack_args=argv[1:]))
     args = parser().parse_args(argv)
     try:
         return args.func(args)

@@ -28,7 +28,7 @@ site_configuration = configuration(
         account=ACCOUNT,
         node_hour_price=NODE_HOUR_PRICE,
         currency=CURRENCY,
-        environments=[org12_patched(SPACK_SETUP)],
+        environments=[org12_patched(SPACK_SETUP, site="hpc2")],
         partitions=[
             Partition(
                 name="compute",

@@ -12,7 +12,7 @@ runs on both and compares.
 Set the block below for your tenancy; nothing else needs editing.
 """
 
-from sitekit.cluster import Partition, Site, configuration, esi1912_patched
+from sitekit.cluster import Partition, Site, configuration, esi2512_patched
 
 # -- the site's settings --------------------------------------------------------------------
 ACCOUNT = ""
@@ -50,7 +50,7 @@ site_configuration = configuration(
         account=ACCOUNT,
         node_hour_price=NODE_HOUR_PRICE,
         currency=CURRENCY,
-        environments=[esi1912_patched(SPACK_SETUP)],
+        environments=[esi2512_patched(SPACK_SETUP, site="oci")],
         partitions=[
             Partition(
                 name="nps1",

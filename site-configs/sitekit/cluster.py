@@ -244,13 +244,16 @@ class Site:
 
 
 def spack_environment(
-    name: str, spec: str, *, setup: str, features: list[str], extras: dict
+    name: str, spec: str, *, site: str, setup: str, features: list[str], extras: dict
 ) -> dict:
-    """A ReFrame environment that loads ``spec`` from the project's Spack environment.
+    """A ReFrame environment that loads ``spec`` from the project's Spack environment, as
+    concretized for ``site`` (spack.yaml reads site-configs/<site>.spack.yaml).
 
     ``setup`` is the site's ``share/spack/setup-env.sh``. Spack's openfoam packages set
-    WM_PROJECT_DIR and friends when loaded, as sourcing OpenFOAM's etc/bashrc would.
+    WM_PROJECT_DIR and friends when loaded, as sourcing OpenFOAM's etc/bashrc would; hwloc
+    and SCOTCH come from the same environment, for rankmap inside the jobs.
     """
+    load = f"{spec} hwloc scotch"
     return {
         "name": name,
         "features": features,
@@ -259,34 +262,38 @@ def spack_environment(
         # this environment before it installs the spec.
         "prepare_cmds": [
             f". {setup}",
+            f"export TOPOFOAM_SITE={site}",
             f"spack env activate -d {REPO}",
-            f"spack load {spec} || case $PWD in */PatchedOpenFOAMBuild_*) ;; *) "
-            f'echo "topofoam: {spec} is not installed in the Spack environment {REPO} -- '
-            f"install it (spack -e {REPO} install {spec}), or run the checks with their "
-            f'PatchedOpenFOAMBuild fixture, which does" >&2; exit 1 ;; esac',
+            f"spack load {load} || case $PWD in */PatchedOpenFOAMBuild_*) ;; *) "
+            f'echo "topofoam: {load} is not installed in the Spack environment {REPO} '
+            f"(TOPOFOAM_SITE={site}) -- install it (TOPOFOAM_SITE={site} spack -e {REPO} "
+            f'install), or run the checks with their PatchedOpenFOAMBuild fixture, which does" '
+            f">&2; exit 1 ;; esac",
         ],
         "extras": dict(extras, spack_spec=spec),
     }
 
 
-def org12_patched(setup: str) -> dict:
+def org12_patched(setup: str, site: str) -> dict:
     """OpenFOAM-12 (Foundation) with patches/org-12, as seed 000 ran on VSC-5 and hpc2: the
     schedule and seed 001's pipelined solvers (OpenFOAM-12 needs no optMULES)."""
     return spack_environment(
         "openfoam-org12-patched",
         "openfoam-org@12",
+        site=site,
         setup=setup,
         features=["openfoam", "openfoam-org", "scotch", "reduction-schedule", "seed001"],
         extras={"openfoam_version": "12", "openfoam_flavour": "org"},
     )
 
 
-def esi1912_patched(setup: str) -> dict:
+def esi1912_patched(setup: str, site: str) -> dict:
     """OpenFOAM v1912 (ESI) with patches/esi-v1912 (the schedule, and seed 001's PiPePCG,
     RePiPePCG and neighbour-only MULES exchange)."""
     return spack_environment(
         "openfoam-esi-patched",
-        "openfoam@1912",
+        "openfoam@1912_220610",
+        site=site,
         setup=setup,
         features=[
             "openfoam",
@@ -297,6 +304,20 @@ def esi1912_patched(setup: str) -> dict:
             "optmules",
         ],
         extras={"openfoam_version": "v1912", "openfoam_flavour": "esi"},
+    )
+
+
+def esi2512_patched(setup: str, site: str) -> dict:
+    """OpenFOAM v2512 (ESI) with patches/esi-v2512, as seed 002 ran on OCI: the schedule, also
+    in v2512's native allreduce (RePiPePCG is there too; its checks come with the v2512
+    variants)."""
+    return spack_environment(
+        "openfoam-v2512-patched",
+        "openfoam@2512",
+        site=site,
+        setup=setup,
+        features=["openfoam", "openfoam-v2512", "scotch", "reduction-schedule"],
+        extras={"openfoam_version": "v2512", "openfoam_flavour": "esi"},
     )
 
 

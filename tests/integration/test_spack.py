@@ -1,53 +1,228 @@
-"""The Spack environment and overlay repository, validated by a real Spack where one is given.
+"""The Spack environment and overlay repository, checked by a real Spack 1.1.1 (offline).
 
-Spack cannot be installed here (no network to its sources); point SPACK_ROOT at a Spack
-checkout (>= 1.0, with spack-packages configured and clingo importable) to run these.
+The Spack is the offline kit's (TOPOFOAM_SPACK_KIT, localsite/spack.py): without it every
+check here but the first is skipped, saying why. The environment is concretized per site in a
+copy of spack.yaml beside links to spack/, site-configs/ and patches/, so a site's own
+spack.lock in the clone is never touched; the copy must come out byte-identical.
 """
 
-import os
+import hashlib
+import json
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
+from localsite import spack as offline_spack
 
-SPACK_ROOT = os.environ.get("SPACK_ROOT")
+OVERLAY = REPO / "spack/repos/spack_repo/topofoam"
+SERIES_OF = {"openfoam": ["esi-v1912", "esi-v2512"], "openfoam_org": ["org-12"]}
+
 needs_spack = pytest.mark.skipif(
-    not SPACK_ROOT or not Path(SPACK_ROOT, "bin", "spack").exists(),
-    reason="SPACK_ROOT does not point at a Spack checkout: set it to validate spack.yaml and "
-    "the overlay repository (spack audit packages, spack -e . concretize -f)",
+    offline_spack.missing() is not None, reason=str(offline_spack.missing())
 )
 
 
-def spack(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(Path(SPACK_ROOT, "bin", "spack")), *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
+def series(folder: str, without: tuple[str, ...] = ()) -> list[str]:
+    return sorted(
+        p.name for p in (REPO / "patches" / folder).glob("*.patch") if p.name not in without
     )
 
 
-@pytest.mark.parametrize("package,series", [("openfoam", "esi-v1912"), ("openfoam_org", "org-12")])
-def test_overlay_links_every_patch_of_the_series(package, series):
+#: Per site (None: no TOPOFOAM_SITE): OpenFOAM (name, version, patches of ours expected),
+#: Open MPI version (None: any), CPU target, externals the OpenFOAM must use.
+SITES = {
+    None: dict(
+        openfoams=[
+            # 1912_220610 already has the GCC 12 fix of 0001
+            (
+                "openfoam",
+                "1912_220610",
+                series("esi-v1912", without=("0001-OSHA1stream-overflow-for-GCC-12.patch",)),
+            ),
+            ("openfoam-org", "12", series("org-12")),
+            ("openfoam", "2512", series("esi-v2512")),
+        ],
+        mpi=None,
+        target=None,
+        externals={"gcc"},
+    ),
+    "vsc5": dict(
+        openfoams=[("openfoam-org", "12", series("org-12"))],
+        mpi="4.1.4",
+        target="zen3",
+        externals={"gcc", "pmix", "rdma-core", "slurm"},
+    ),
+    "hpc2": dict(
+        openfoams=[("openfoam-org", "12", series("org-12"))],
+        mpi="4.1.5",
+        target="skylake_avx512",
+        externals={"gcc", "pmix", "rdma-core", "slurm"},
+    ),
+    "oci": dict(
+        openfoams=[("openfoam", "2512", series("esi-v2512"))],
+        mpi="5.0.8",
+        target="icelake",
+        externals={"gcc", "pmix", "rdma-core", "slurm"},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "package,folder", [(p, s) for p, folders in SERIES_OF.items() for s in folders]
+)
+def test_overlay_links_every_patch_of_the_series(package, folder):
     """The overlay reads its patches through a link to patches/: nothing is copied."""
-    link = REPO / "spack/repos/spack_repo/topofoam/packages" / package / series
-    assert link.is_symlink() and link.resolve() == (REPO / "patches" / series).resolve()
-    assert sorted(p.name for p in link.glob("*.patch")) == sorted(
-        p.name for p in (REPO / "patches" / series).glob("*.patch")
+    link = OVERLAY / "packages" / package / folder
+    assert link.is_symlink() and link.resolve() == (REPO / "patches" / folder).resolve()
+    assert sorted(p.name for p in link.glob("*.patch")) == series(folder)
+
+
+@pytest.fixture(scope="module")
+def spack():
+    why = offline_spack.missing()
+    if why:
+        pytest.skip(why)
+    return offline_spack.ensure()
+
+
+def environment_copy(dest: Path) -> Path:
+    """spack.yaml copied, what it refers to linked: an environment Spack may write into."""
+    dest.mkdir(parents=True)
+    shutil.copy2(REPO / "spack.yaml", dest / "spack.yaml")
+    for name in ("spack", "site-configs", "patches"):
+        (dest / name).symlink_to(REPO / name)
+    return dest
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def tracked_spack_yaml():
+    before = sha(REPO / "spack.yaml")
+    yield before
+    assert sha(REPO / "spack.yaml") == before, "the tests changed the tracked spack.yaml"
+
+
+@needs_spack
+def test_audit_packages(spack, tracked_spack_yaml):
+    done = spack.run(
+        "-e", ".", "audit", "packages", "topofoam.openfoam", "topofoam.openfoam-org", cwd=REPO
     )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "passed" in done.stdout
 
 
 @needs_spack
-def test_audit_packages():
-    done = spack("-e", ".", "audit", "packages", "topofoam.openfoam", "topofoam.openfoam-org")
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.mark.parametrize("missing", ["esi-v1912", "esi-v2512", "org-12"])
+def test_a_missing_series_stops_spack(spack, tmp_path, missing):
+    """A series folder that is not there fails loudly, naming it, instead of building stock
+    OpenFOAM under the patched package's name."""
+    repo = tmp_path / "spack_repo" / "topofoam"  # Spack wants that folder name
+    shutil.copytree(OVERLAY, repo, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    for package, folders in SERIES_OF.items():
+        for folder in folders:
+            link = repo / "packages" / package / folder
+            link.unlink()
+            if folder != missing:
+                link.symlink_to(REPO / "patches" / folder)
+    (tmp_path / "spack.yaml").write_text(f"spack:\n  repos:\n  - {repo}\n  specs: []\n")
+    done = spack.run(
+        "-e", str(tmp_path), "audit", "packages", "topofoam.openfoam", "topofoam.openfoam-org"
+    )
+    assert done.returncode != 0
+    assert f"{missing}: no patch series there" in done.stdout + done.stderr
 
 
 @needs_spack
-def test_concretize():
-    done = spack("-e", ".", "concretize", "-f")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "openfoam@1912" in done.stdout
+@pytest.mark.parametrize("site", list(SITES), ids=lambda s: s or "no-site")
+def test_concretize_per_site(spack, tmp_path, tracked_spack_yaml, site):
+    env = environment_copy(tmp_path / "env")
+    extra = {"TOPOFOAM_SITE": site} if site else {}
+    done = spack.run("-e", str(env), "concretize", "-f", **extra)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # Spack writes detected compilers and a reformatted repos: list into the manifest of the
+    # first environment it meets unless compilers were registered in its own scope first.
+    assert sha(env / "spack.yaml") == tracked_spack_yaml, (env / "spack.yaml").read_text()
+
+    shown = spack.run(
+        "-e", str(env), "python", str(Path(__file__).with_name("spack_roots.py")), **extra
+    )
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    roots = json.loads(shown.stdout.strip().splitlines()[-1])
+    want = SITES[site]
+    openfoams = [r for r in roots if r["name"] in ("openfoam", "openfoam-org")]
+    assert sorted((r["name"], r["version"]) for r in openfoams) == sorted(
+        (name, version) for name, version, _ in want["openfoams"]
+    )
+    for name, version, patches in want["openfoams"]:
+        (root,) = [r for r in openfoams if (r["name"], r["version"]) == (name, version)]
+        ours = [Path(p).name for p in root["patches"] if "/spack_repo/topofoam/" in p]
+        assert ours == patches, f"{name}@{version}: applied {ours}"
+        mpi = root["mpi"]
+        assert mpi["fabrics"] == ["ucx"] and mpi["schedulers"] == ["slurm"]
+        assert all(mpi["ucx"].values()), f"UCX lacks a transport: {mpi['ucx']}"
+        if want["mpi"]:
+            assert mpi["version"] == want["mpi"]
+        if want["target"]:
+            assert root["target"] == want["target"]
+        assert want["externals"] <= set(root["externals"]), root["externals"]
+    assert {"hwloc", "scotch"} <= {r["name"] for r in roots}
+
+
+@pytest.fixture(scope="module")
+def mirror(spack, tmp_path_factory):
+    """A file mirror of this machine's OpenFOAM sources, as a config scope for `spack -C`."""
+    root = tmp_path_factory.mktemp("spack-mirror")
+    absent = offline_spack.mirror(root / "mirror")
+    scope = root / "scope"
+    scope.mkdir()
+    (scope / "mirrors.yaml").write_text(
+        f"mirrors:\n  offline:\n    url: file://{root / 'mirror'}\n    signed: false\n"
+    )
+    return scope, absent
+
+
+@needs_spack
+@pytest.mark.parametrize(
+    "spec,folder,without",
+    [
+        ("openfoam-org@12", "org-12", ()),
+        ("openfoam@2512", "esi-v2512", ()),
+        (
+            f"openfoam@{offline_spack.V1912_PINNED}",
+            "esi-v1912",
+            ("0001-OSHA1stream-overflow-for-GCC-12.patch",),
+        ),
+    ],
+    ids=["openfoam-org@12", "openfoam@2512", f"openfoam@{offline_spack.V1912_PINNED}"],
+)
+def test_spack_patch_stages_the_series(spack, mirror, tmp_path, spec, folder, without):
+    """`spack patch` from a file mirror: every patch of the series is in the staged tree
+    (it reverses cleanly) and the reduction schedule's code is there. The v1912 archive is
+    Debian's 1912.200626 tree, which holds the files the series touches."""
+    scope, absent = mirror
+    if spec in absent:
+        pytest.skip(absent[spec])
+    env = environment_copy(tmp_path / "env")
+    done = spack.run("-C", str(scope), "-e", str(env), "patch", "--no-checksum", spec)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    staged = re.search(r"Patched \S+ in (\S+)", done.stdout + done.stderr)
+    assert staged, done.stdout[-3000:]
+    tree = Path(staged.group(1)) / "spack-src"
+    for name in series(folder, without=without):
+        check = subprocess.run(
+            ["git", "apply", "--check", "--reverse", str(REPO / "patches" / folder / name)],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+        )
+        assert check.returncode == 0, f"{name} is not applied in {tree}: {check.stderr}"
+    pstreams = tree / "src/OpenFOAM/db/IOstreams/Pstreams"
+    assert any("reductionSchedule" in f.read_text() for f in pstreams.glob("*.[CH]"))
+    assert (tree / "bin/foamEtcFile").is_file()

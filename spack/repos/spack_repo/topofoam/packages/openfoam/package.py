@@ -7,20 +7,45 @@ from spack.package import *
 
 
 def patch_series(package_file, folder):
-    """The patch files, in order, of a series linked beside a package (into patches/)."""
+    """The patch files, in order, of a series linked beside a package (into patches/).
+
+    A missing or empty series stops Spack here: building stock OpenFOAM under the patched
+    package's name would give benchmarks that silently measure the wrong thing."""
     path = os.path.join(os.path.dirname(package_file), folder)
-    if not os.path.isdir(path):
-        return []
-    return [os.path.join(folder, f) for f in sorted(os.listdir(path)) if f.endswith(".patch")]
+    names = sorted(os.listdir(path)) if os.path.isdir(path) else []
+    series = [os.path.join(folder, f) for f in names if f.endswith(".patch")]
+    if not series:
+        raise InstallError(
+            f"{path}: no patch series there -- it must be a link to the repository's "
+            f"patches/{folder} holding its *.patch files (a clone without symlinks, or a "
+            f"copied overlay, loses it)"
+        )
+    return series
+
+
+#: Patches of a series that upstream took later, with the versions that still lack them.
+LACKING_UPSTREAM_FIX = {
+    # ESI's 1912_220610 patch release carries the same GCC 12 fix of OSHA1stream.H: applied
+    # twice, the class gets two overflow() and does not compile.
+    "0001-OSHA1stream-overflow-for-GCC-12.patch": "@1912:1912_200506"
+}
 
 
 class Openfoam(BuiltinOpenfoam):
-    """OpenFOAM (ESI) with TopoFOAM bench's communication patches (patches/esi-v1912): a
-    reduction schedule read at start-up (see rankmap/README.md), seed 001's PiPePCG and
-    RePiPePCG solvers with a non-blocking sum, the MULES limiter's neighbour-only exchange
-    (off unless mulesNeighbourExchange 1), and the GCC 12 build fix."""
+    """OpenFOAM (ESI) with TopoFOAM bench's communication patches.
 
-    # The series is written against Debian's 1912.200626; v1912 patch releases share the
-    # touched files.
+    v1912 (patches/esi-v1912): a reduction schedule read at start-up (see rankmap/README.md),
+    seed 001's PiPePCG and RePiPePCG solvers with a non-blocking sum, the MULES limiter's
+    neighbour-only exchange (off unless mulesNeighbourExchange 1), and the GCC 12 build fix.
+    v2512 (patches/esi-v2512): the reduction schedule, also in v2512's native allreduce, and
+    RePiPePCG on v2512's own non-blocking requests."""
+
+    # The series is written against ESI's 1912.200626 (Debian's source); the v1912 patch
+    # releases share the files it touches. spack.yaml asks for 1912_220610.
     for _patch in patch_series(__file__, "esi-v1912"):
-        patch(_patch, when="@1912")
+        patch(
+            _patch, when=LACKING_UPSTREAM_FIX.get(os.path.basename(_patch), "@1912:1912_220610")
+        )
+
+    for _patch in patch_series(__file__, "esi-v2512"):
+        patch(_patch, when="@2512")

@@ -1,13 +1,29 @@
 # TopoFOAM bench overlay: Spack's builtin OpenFOAM Foundation release plus the project's
-# patch series for it, once one exists (patches/org-12).
+# patch series for it (patches/org-12).
+import os
+
+import spack_repo.builtin.packages.openfoam_org.package as builtin_openfoam_org
 from spack_repo.builtin.packages.openfoam_org.package import OpenfoamOrg as BuiltinOpenfoamOrg
 from spack_repo.topofoam.packages.openfoam.package import patch_series
 
 from spack.package import *
 
+#: The builtin package's folder: its assets/ (bin/foamEtcFile) are there, not beside us.
+BUILTIN_DIR = os.path.dirname(builtin_openfoam_org.__file__)
+
 
 class OpenfoamOrg(BuiltinOpenfoamOrg):
-    """OpenFOAM (Foundation) with TopoFOAM bench's communication patches, where written."""
+    """OpenFOAM (Foundation) with TopoFOAM bench's communication patches: the reduction
+    schedule and seed 001's PiPePCG and RePiPePCG (patches/org-12)."""
 
     for _patch in patch_series(__file__, "org-12"):
         patch(_patch, when="@12")
+
+    # The builtin patch() copies ``assets`` from the package's own folder, which for this
+    # subclass is the overlay's: copy nothing there, and the builtin's assets here.
+    assets = []
+
+    def patch(self):
+        super().patch()
+        for asset in BuiltinOpenfoamOrg.assets:
+            install(join_path(BUILTIN_DIR, "assets", asset), join_path(self.stage.source_path, asset))
