@@ -238,46 +238,54 @@ def _built_env(flavour: dict) -> list[list[str]]:
     return env
 
 
-def _org12_environments() -> list[dict]:
-    """OpenFOAM-12, once built: one build (patches/org-12 applied, off unless switched on),
-    two environments. openfoam-org12 runs the benchmark cases as stock OpenFOAM-12;
-    openfoam-org12-patched has the features of VSC-5's and hpc2's environment (the schedule,
-    seed 001's pipelined solvers), so the checks that list there list here too."""
-    org12 = _facts["flavours"].get("org12", {})
-    if not org12.get("built"):
+#: The flavours built from source here (``./bench build NAME``): their environments' stem,
+#: the features of the stock one, and what the patched one adds (the features of the cluster
+#: site that runs the flavour, so that the checks that list there list here too).
+_BUILT_FLAVOURS = {
+    "org12": dict(
+        stem="openfoam-org12",
+        version="12",
+        flavour="org",
+        features=["openfoam", "openfoam-org", "scotch"],
+        patched=["reduction-schedule", "seed001"],  # VSC-5's and hpc2's
+    ),
+}
+
+
+def _built_environments(name: str) -> list[dict]:
+    """A flavour built from source, once built: one build (its series applied, off unless
+    switched on), two environments. The stock one runs the benchmark cases as the release
+    does; the patched one has the features of the environment of the cluster site that runs
+    this flavour."""
+    built = _facts["flavours"].get(name, {})
+    if not built.get("built"):
         return []
+    spec = _BUILT_FLAVOURS[name]
     extras = {
-        "openfoam_version": "12",
-        "openfoam_flavour": "org",
-        "build_id": org12["build_id"],
-        "build_flavour": "org12",
+        "openfoam_version": spec["version"],
+        "openfoam_flavour": spec["flavour"],
+        "build_id": built["build_id"],
+        "build_flavour": name,
     }
     return [
         {
-            "name": "openfoam-org12",
-            "features": ["openfoam", "openfoam-org", "scotch"],
-            "env_vars": _built_env(org12),
+            "name": spec["stem"],
+            "features": spec["features"],
+            "env_vars": _built_env(built),
             "extras": extras,
         },
         {
-            "name": "openfoam-org12-patched",
-            "features": [
-                "openfoam",
-                "openfoam-org",
-                "scotch",
-                "reduction-schedule",
-                "seed001",
-                "local-build",
-            ],
-            "env_vars": _built_env(org12),
+            "name": f"{spec['stem']}-patched",
+            "features": spec["features"] + spec["patched"] + ["local-build"],
+            "env_vars": _built_env(built),
             "extras": extras,
         },
     ]
 
 
-_org12 = _org12_environments()
+_built = [env for name in _BUILT_FLAVOURS for env in _built_environments(name)]
 for _part in _partitions:
-    _part["environs"] += [e["name"] for e in _org12]
+    _part["environs"] += [e["name"] for e in _built]
 
 site_configuration = {
     "systems": [
@@ -328,7 +336,7 @@ site_configuration = {
                 "build_id": _builds["patched_id"],
             },
         },
-        *_org12,
+        *_built,
     ],
     **sitekit.common.sections(_results),
 }
