@@ -4,7 +4,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
 import reframe as rfm
-from cases import CASES
+from cases import CASES, flavour
 from cases.sanity import evaluate
 from topofoam import switches
 from topofoam.solverlog import OpenFOAMSolverMixin
@@ -61,7 +61,15 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
             # Nothing was prepared: the job script needs only the solver's name.
             self.case = self.prepared.case
             self.size = self.prepared.size
-            self.solver = self.executable = CASES[self.prepared.case].solver
+            # Named as the environment's OpenFOAM runs it (foamRun for OpenFOAM-12's modules).
+            kind = (
+                flavour.ORG
+                if self.current_environ.extras.get("openfoam_flavour") == "org"
+                else flavour.ESI
+            )
+            self.solver = self.executable = flavour.executable(
+                CASES[self.prepared.case].solver, kind
+            )
             self.executable_opts = ["-parallel"]
             return
         facts = self.prepared.facts()

@@ -66,6 +66,10 @@ EXPECTED = {
 }
 
 
+#: How each site's OpenFOAM runs pitzDaily: OpenFOAM-12 as a foamRun module (VSC-5, hpc2).
+PITZDAILY_SOLVER = {"vsc5": "foamRun", "hpc2": "foamRun", "oci": "simpleFoam"}
+
+
 def reframe(site: str, *args: str, results: Path, **env: str) -> subprocess.CompletedProcess:
     # TOPOFOAM_RESULTS names a folder that exists (ReFrame opens its log there first).
     results.mkdir(parents=True, exist_ok=True)
@@ -163,7 +167,7 @@ def test_inter1_job_scripts(site, tmp_path):
         assert "export SLURM_HOSTFILE=$PWD/map/slurm.hostfile" in script
         assert lines(script, "srun ")[-1] == (
             "srun --distribution=arbitrary --cpu-bind=$(cat map/srun.cpu_bind) map/bind_rank "
-            "simpleFoam -parallel"
+            f"{PITZDAILY_SOLVER[site]} -parallel"
         )
         ucx = dict(ln[len("export ") :].split("=", 1) for ln in lines(script, "export UCX_"))
         tls = ucx.get("UCX_TLS")
@@ -237,7 +241,7 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
         if site == "vsc5"
         else [s for s in scripts.values() if "--partition=nps2" in s]
     )
-    assert lines(script, "mpirun ")[-1] == f"{launch} simpleFoam -parallel"
+    assert lines(script, "mpirun ")[-1] == f"{launch} {PITZDAILY_SOLVER[site]} -parallel"
     assert "--placement rankmap" in script
     assert "SLURM_HOSTFILE" not in script
 
