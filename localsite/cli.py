@@ -409,14 +409,25 @@ def build_command(args: argparse.Namespace) -> int:
 def spack_command(args: argparse.Namespace) -> int:
     """The offline Spack (TOPOFOAM_SPACK_KIT), set up once, run in the repository: e.g.
     ``TOPOFOAM_SITE=oci ./bench spack -e . concretize -f``."""
+    site = os.environ.get("TOPOFOAM_SITE")
+    if site is not None and not (paths.REPO / "site-configs" / f"{site}.spack.yaml").is_file():
+        known = sorted(
+            f.name.split(".")[0] for f in (paths.REPO / "site-configs").glob("*.spack.yaml")
+        )
+        print(
+            f"bench: TOPOFOAM_SITE={site}: there is no site-configs/{site}.spack.yaml -- choose "
+            f"{', '.join(known)}, or unset it for the environment with every OpenFOAM",
+            file=sys.stderr,
+        )
+        return 2
     try:
         spack = offline_spack.ensure()
     except offline_spack.SpackKitError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
-    site = {"TOPOFOAM_SITE": os.environ["TOPOFOAM_SITE"]} if "TOPOFOAM_SITE" in os.environ else {}
     cmd = [str(spack.root / "bin" / "spack"), *args.spack_args]
-    return subprocess.run(cmd, cwd=paths.REPO, env=spack.environ(**site)).returncode
+    extra = {"TOPOFOAM_SITE": site} if site is not None else {}
+    return subprocess.run(cmd, cwd=paths.REPO, env=spack.environ(**extra)).returncode
 
 
 def slurm_command(args: argparse.Namespace) -> int:

@@ -521,3 +521,36 @@ def test_building_a_flavour_without_its_sources(tmp_path):
         r"there",
     )
     assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    "setting, code, pattern",
+    [
+        (
+            {"TOPOFOAM_SITE": "nosuch"},
+            2,
+            r"TOPOFOAM_SITE=nosuch: there is no site-configs/nosuch\.spack\.yaml -- choose hpc2, oci, vsc5, or unset it",
+        ),
+        (
+            {"TOPOFOAM_SPACK_KIT": "EMPTY"},
+            1,
+            r"TOPOFOAM_SPACK_KIT=\S+ lacks spack-1\.1\.1\.tar\.gz, spack-packages-releases-v2026\.06\.tar\.gz -- put the archives there",
+        ),
+        (
+            {"TOPOFOAM_SPACK_KIT": None},
+            1,
+            r"TOPOFOAM_SPACK_KIT is not set: point it at a folder with spack-1\.1\.1\.tar\.gz",
+        ),
+    ],
+)
+def test_the_offline_spack_without_its_kit_or_with_an_unknown_site(
+    tmp_path, setting, code, pattern
+):
+    env = dict(os.environ, TOPOFOAM_CACHE=str(tmp_path / "cache"), TOPOFOAM_SPACK_KIT=str(tmp_path))
+    for key, value in setting.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(tmp_path) if value == "EMPTY" else value
+    one_line(run(PYTHON, "-m", "localsite.cli", "spack", "--version", env=env), code, pattern)
+    assert not (tmp_path / "cache").exists()
