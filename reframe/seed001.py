@@ -8,6 +8,12 @@
   rePipePCG  RePiPePCG: PiPePCG with the solution and direction updates done, in chunks,
              while the sum is in flight
   and the combinations seed 001 measured: optMULES+pipePCG, optMULES+rePipePCG.
+  PPCG, PPCR ESI's own pipelined CG and CR (v2006 and later; OCI's v2512), beside ours on
+             hpcCavity3D
+
+Which variants an environment runs is what its OpenFOAM has, by feature: ``seed001`` (the
+v1912 and OpenFOAM-12 series: PiPePCG and RePiPePCG), ``optmules`` (v1912's MULES patch),
+``repipepcg`` (the v2512 series: RePiPePCG only), ``esi-ppcg`` (ESI's PPCG and PPCR).
 
 Cases: damBreak2D and damBreak3D (interFoam: every variant) and hpcCavity3D (icoFoam, p with
 PCG+DIC: the PCG variants), on every layout of the partition, tag ``seed001``. Each run's final
@@ -35,11 +41,25 @@ VARIANTS = (
     "rePipePCG",
     "optMULES+pipePCG",
     "optMULES+rePipePCG",
+    "PPCG",
+    "PPCR",
 )
+#: The environments that run each variant (any of the features); standard runs wherever one
+#: of the others does.
+NEEDS = {
+    "optMULES": ["+seed001 +optmules"],
+    "pipePCG": ["+seed001"],
+    "rePipePCG": ["+seed001", "+repipepcg"],
+    "PPCG": ["+esi-ppcg"],
+    "PPCR": ["+esi-ppcg"],
+}
+ANY_VARIANT = ["+seed001", "+repipepcg", "+esi-ppcg"]
 #: Solvers with MULES compiled in (the patched build rebuilds them).
 MULES_SOLVERS = {"damBreak2D", "damBreak3D"}
 #: The pressure solver each PCG variant puts in place of PCG (topofoam/solvers.py).
-PCG_SOLVERS = {"pipePCG": "PiPePCG", "rePipePCG": "RePiPePCG"}
+PCG_SOLVERS = {"pipePCG": "PiPePCG", "rePipePCG": "RePiPePCG", "PPCG": "PPCG", "PPCR": "PPCR"}
+#: ESI's solvers run beside ours on the single-phase case only.
+ESI_SOLVER_CASES = {"hpcCavity3D"}
 #: Final-field tolerance of the PCG variants on the interFoam cases (see set_variant).
 INTERFACE_RTOL = 1e-3
 #: MPI functions whose calls land in the perflog (summed over the ranks).
@@ -86,7 +106,7 @@ class Seed001Reference(CountsMpiCalls, SweepRun):
 
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     prepared = fixture(Seed001Case, scope="environment")
-    valid_prog_environs = ["+seed001"]
+    valid_prog_environs = ANY_VARIANT
     stage = "reference"
     repeat = parameter([0])  # one reference per case and layout: its fields are compared
 
@@ -98,7 +118,7 @@ class Seed001Run(CountsMpiCalls, SweepRun):
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     standard_run = fixture(Seed001Reference, scope="environment")
     variant = parameter(list(VARIANTS))
-    valid_prog_environs = ["+seed001"]
+    valid_prog_environs = ANY_VARIANT
     tags = {"seed001"}
     stage = "seed001"
 
@@ -107,14 +127,19 @@ class Seed001Run(CountsMpiCalls, SweepRun):
         return CaseCopy(self.standard_run)
 
     @run_after("init")
-    def need_the_mules_patch(self):
+    def need_what_the_variant_changes(self):
         # OpenFOAM-12's MULES limiter already exchanges with neighbours only (patches/README.md
-        # gives the MPI counts), so only an OpenFOAM with the v1912 patch has the variant.
+        # gives the MPI counts), so only an OpenFOAM with the v1912 patch has optMULES; the
+        # v2512 series has RePiPePCG but no PiPePCG (ESI's PPCG is the same algorithm).
         if "optMULES" in self.variant:
-            self.valid_prog_environs = ["+seed001 +optmules"]
+            self.valid_prog_environs = NEEDS["optMULES"]
+        elif self.variant != "standard":
+            self.valid_prog_environs = NEEDS[self.variant]
 
     def applies(self, part, nodes, ppn):
         if "optMULES" in self.variant and self._case_name() not in MULES_SOLVERS:
+            return False
+        if self.variant in ("PPCG", "PPCR") and self._case_name() not in ESI_SOLVER_CASES:
             return False
         return super().applies(part, nodes, ppn)
 

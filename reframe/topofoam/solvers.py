@@ -1,8 +1,9 @@
 """Seed 001's pressure solvers in a case: every PCG entry of system/fvSolution becomes
-PiPePCG or RePiPePCG (patches/esi-v1912), keeping its preconditioner, tolerances and
-iteration limits, so that a variant differs from the standard run in the solver only.
+PiPePCG or RePiPePCG (the project's series), or ESI's own pipelined PPCG or PPCR (v2006 and
+later), keeping its preconditioner, tolerances and iteration limits, so that a variant
+differs from the standard run in the solver only.
 
-    python -m topofoam.solvers CASE PiPePCG|RePiPePCG [--preconditioner DIC|diagonal|none]
+    python -m topofoam.solvers CASE PiPePCG|RePiPePCG|PPCG|PPCR [--preconditioner DIC|...]
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-SOLVERS = ("PCG", "PiPePCG", "RePiPePCG")
+SOLVERS = ("PCG", "PiPePCG", "RePiPePCG", "PPCG", "PPCR")
 
 
 class SolverError(ValueError):

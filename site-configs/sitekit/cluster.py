@@ -309,14 +309,20 @@ def esi1912_patched(setup: str, site: str) -> dict:
 
 def esi2512_patched(setup: str, site: str) -> dict:
     """OpenFOAM v2512 (ESI) with patches/esi-v2512, as seed 002 ran on OCI: the schedule, also
-    in v2512's native allreduce (RePiPePCG is there too; its checks come with the v2512
-    variants)."""
+    in v2512's native allreduce, and RePiPePCG beside ESI's own PPCG and PPCR."""
     return spack_environment(
         "openfoam-v2512-patched",
         "openfoam@2512",
         site=site,
         setup=setup,
-        features=["openfoam", "openfoam-v2512", "scotch", "reduction-schedule"],
+        features=[
+            "openfoam",
+            "openfoam-v2512",
+            "scotch",
+            "reduction-schedule",
+            "repipepcg",
+            "esi-ppcg",
+        ],
         extras={"openfoam_version": "v2512", "openfoam_flavour": "esi"},
     )
 

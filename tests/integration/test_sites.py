@@ -5,6 +5,7 @@ submitted; these machines are not reachable from here)."""
 import json
 import re
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ REFRAME = str(Path(PYTHON).parent / "reframe")
 #   p2p       the hardware levels the node has (hpc2 and OCI NPS1: one NUMA node a package)
 #   storage   shared and node-local x 3 write intervals, one node
 #   seed001   node counts x (damBreak2D, damBreak3D, hpcCavity3D: the 3 PCG variants) on
-#             OpenFOAM-12 at VSC-5 and hpc2 (it needs no optMULES); none at OCI, whose v2512
-#             has no PiPePCG
+#             OpenFOAM-12 at VSC-5 and hpc2 (it needs no optMULES); on v2512 at OCI, standard
+#             and RePiPePCG on every case and ESI's PPCG and PPCR on hpcCavity3D
 # and every timed run, p2p and storage included, 5 times: the sites' repeats.
 R = 5
 EXPECTED = {
@@ -61,7 +62,7 @@ EXPECTED = {
         "cost": R * (2 * (4 * 2)),
         "p2p": R * (3 + 4),
         "storage": R * (2 * 6),
-        "seed001": 0,
+        "seed001": R * (2 * (4 * (2 + 2 + 4))),
     },
 }
 
@@ -420,3 +421,28 @@ def test_seed001_job_scripts_on_vsc5(tmp_path):
         for solver in swap:
             assert script.index(f"topofoam.solvers . {solver}") < script.index("t0=$(date")
     assert seen == {(False, ()), (False, ("PiPePCG",)), (False, ("RePiPePCG",))}
+
+
+def test_seed001_job_scripts_on_oci(tmp_path):
+    """On v2512: our RePiPePCG on every case, ESI's PPCG and PPCR beside it on hpcCavity3D
+    (icoFoam; the dam breaks run interFoam), each swapped in before the timed launch; no
+    PiPePCG (the v2512 series has none)."""
+    scripts = job_scripts("oci", tmp_path, "-t", "seed001", "--system", "oci:nps1")
+    runs = {n: s for n, s in scripts.items() if "/Seed001Run_" in n}
+    assert len(runs) == EXPECTED["oci"]["seed001"] // 2
+    seen = Counter()
+    for _name, script in runs.items():
+        swap = re.findall(r"-m topofoam\.solvers \. (\w+)$", script, re.M)
+        (solver,) = re.findall(r"map/bind_rank (\w+) -parallel", lines(script, "srun ")[-1])
+        seen[(solver, tuple(swap))] += 1
+        for name in swap:
+            assert script.index(f"topofoam.solvers . {name}") < script.index("t0=$(date")
+    per_case = R * 4  # repeats x node counts
+    assert seen == {
+        ("interFoam", ()): 2 * per_case,
+        ("interFoam", ("RePiPePCG",)): 2 * per_case,
+        ("icoFoam", ()): per_case,
+        ("icoFoam", ("RePiPePCG",)): per_case,
+        ("icoFoam", ("PPCG",)): per_case,
+        ("icoFoam", ("PPCR",)): per_case,
+    }
