@@ -6,7 +6,8 @@ does not apply to (cyclic placement on one NUMA node, ud transports below 4 node
 the partition lacks) is not listed for that partition. Tags:
 
   variants  standard / global / local+global x placement (block, cyclic over NUMA nodes,
-            rankmap) at every node count (seed 000 Table 4, Fig. 5-6)
+            rankmap) at every node count (seed 000 Table 4, Fig. 5-6); on ESI v2506 and
+            later also esi-nodecomms, ESI's own node-aware collectives (block, cyclic)
   intra1    processes per node on one node (seed 002 Test intra1)
   intra2    NPS (the partitions) x placement x (UCX, collectives) pairs on one node
   inter1    UCX inter-node presets per node count (seed 002 Test inter1)
@@ -20,7 +21,7 @@ partition is decided in one place, topofoam/sweepspace.py (the ``stage`` of each
 The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
 """
 
-from reframe.core.builtins import fixture, parameter
+from reframe.core.builtins import fixture, parameter, run_after
 
 import reframe as rfm
 from topofoam import presets, sweep
@@ -98,11 +99,17 @@ class _Stage(SweepRun):
 class VariantRun(_Stage):
     """Seed 000's variants x placement, at every node count of the partition."""
 
-    variant = parameter(["standard", "global", "local+global"])
+    variant = parameter(["standard", "global", "local+global", "esi-nodecomms"])
     binding = parameter(list(presets.BINDINGS))
     standard_run = fixture(VariantReference, scope="environment")
     tags = {"sweep", "variants"}
     stage = "variants"
+
+    @run_after("init")
+    def need_esi_nodecomms(self):
+        # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
+        if self.variant == "esi-nodecomms":
+            self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
 
 
 @rfm.simple_test

@@ -25,6 +25,10 @@ from topofoam.results.stages import defaults
 
 #: The variants that run with rankmap's reduction schedule (seed 000).
 SCHEDULE_VARIANTS = ("global", "local+global")
+#: ESI's own two-level, node-aware collectives (v2506 and later), the schedule's closest
+#: competitor: communicators split by host name (nodeComms 1) and the node-aware broadcast,
+#: reduce/allreduce and gather on (topoControl bits 1, 2 and 4).
+ESI_NODECOMMS = {"nodeComms": 1, "topoControl": 7}
 
 
 class SweepError(ValueError):
@@ -168,6 +172,8 @@ def applies(
         return False  # seed 000: rankmap's placement with its schedule
     if combo.variant == "global" and combo.binding == "rankmap":
         return False  # that is local+global
+    if combo.variant == "esi-nodecomms" and combo.binding == "rankmap":
+        return False  # ESI's method against ours: on the placements it is meant for
     ucx = combo.ucx or s.ucx
     coll = combo.coll or s.coll
     inter = combo.ucx_inter or s.inter(nodes, part)

@@ -309,7 +309,8 @@ def esi1912_patched(setup: str, site: str) -> dict:
 
 def esi2512_patched(setup: str, site: str) -> dict:
     """OpenFOAM v2512 (ESI) with patches/esi-v2512, as seed 002 ran on OCI: the schedule, also
-    in v2512's native allreduce, and RePiPePCG beside ESI's own PPCG and PPCR."""
+    in v2512's native allreduce, beside ESI's own node-aware collectives; RePiPePCG beside
+    ESI's own PPCG and PPCR."""
     return spack_environment(
         "openfoam-v2512-patched",
         "openfoam@2512",
@@ -322,6 +323,7 @@ def esi2512_patched(setup: str, site: str) -> dict:
             "reduction-schedule",
             "repipepcg",
             "esi-ppcg",
+            "esi-nodecomms",
         ],
         extras={"openfoam_version": "v2512", "openfoam_flavour": "esi"},
     )

@@ -54,7 +54,7 @@ EXPECTED = {
         "seed001": R * (7 * 9),
     },
     "oci": {
-        "variants": R * (2 * (2 * 4 * 6)),
+        "variants": R * (2 * (2 * 4 * 8)),  # with esi-nodecomms (block, cyclic) on v2512
         "intra1": R * (2 * 4),
         "intra2": R * (2 * (2 * 5)),
         "inter1": R * (2 * (3 * 3 - 1)),
@@ -446,3 +446,26 @@ def test_seed001_job_scripts_on_oci(tmp_path):
         ("icoFoam", ("PPCG",)): per_case,
         ("icoFoam", ("PPCR",)): per_case,
     }
+
+
+def test_esi_nodecomms_job_scripts_on_oci(tmp_path):
+    """ESI's own node-aware collectives beside the schedule on v2512: switched on through
+    -opt-switch, on block and cyclic placements, with no reduction schedule."""
+    scripts = job_scripts(
+        "oci",
+        tmp_path,
+        "-t",
+        "variants",
+        "--system",
+        "oci:nps1",
+        "-n",
+        r"VariantRun%repeat=0%variant=esi-nodecomms.*%standard_run.prepared.case=pitzDaily",
+    )
+    runs = {n: s for n, s in scripts.items() if "/VariantRun_" in n}
+    assert len(runs) == 4 * 2  # node counts x (block, cyclic)
+    for script in runs.values():
+        launch = lines(script, "srun ")[-1]
+        assert launch.endswith(
+            "simpleFoam -parallel -opt-switch nodeComms=1 -opt-switch topoControl=7"
+        ), launch
+        assert "FOAM_REDUCTION_SCHEDULE" not in script
