@@ -27,7 +27,21 @@ SLURM_FAILED_STATES = (
 
 # What slurmstepd writes into a job's stderr when Slurm cancels it (node failure, time
 # limit, scancel): visible whatever ReFrame's scheduler backend learns of the final state.
-_SLURM_CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+[^*]*\*\*\*")
+_SLURM_CANCELLED = re.compile(r"\*\*\* (JOB|STEP) [\d.]+ ON \S+ CANCELLED AT \S+([^*]*)\*\*\*")
+
+
+def slurm_cancellation(stderr: str) -> str:
+    """The line saying why Slurm cancelled the job, or "" when it did not.
+
+    A job step is often cancelled a moment before its job (a node dies: the step's other tasks
+    are killed, then the job is cancelled DUE TO NODE FAILURE), so of all such lines the one
+    naming a reason wins, then the job's own line, then the first."""
+    found = list(_SLURM_CANCELLED.finditer(stderr))
+    if not found:
+        return ""
+    best = max(found, key=lambda m: ("DUE TO" in m.group(2), m.group(1) == "JOB"))
+    return best.group(0).strip("* ")
+
 
 # OpenFOAM writes the mesh size into the header of every polyMesh/owner file.
 _OWNER_NOTE = re.compile(rb"nCells:\s*(\d+)")
@@ -62,16 +76,14 @@ class OpenFOAMSolverMixin(rfm.RegressionTestPlugin):
         steps = sn.count(sn.extractall(r"^Time = \S+", log))
         state = str(self.job.state or "")
         try:
-            cancelled = _SLURM_CANCELLED.search(Path(self.stagedir, self.job.stderr).read_text())
+            cancelled = slurm_cancellation(Path(self.stagedir, self.job.stderr).read_text())
         except OSError:
-            cancelled = None
+            cancelled = ""
         return sn.all(
             [
                 sn.assert_false(
                     cancelled,
-                    msg="the batch job was cancelled by Slurm ({})".format(
-                        cancelled.group(0).strip("* ") if cancelled else ""
-                    ),
+                    msg=f"the batch job was cancelled by Slurm ({cancelled})",
                 ),
                 sn.assert_false(
                     state in SLURM_FAILED_STATES,
