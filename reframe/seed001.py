@@ -23,7 +23,6 @@ breaks, whose interface advection amplifies the new summation order step by step
 the project's PMPI interposer (reframe/src/mpicount); the perflog has the totals per kind.
 """
 
-import os
 import sys
 
 import reframe.utility.sanity as sn
@@ -31,7 +30,7 @@ from reframe.core.builtins import fixture, parameter, run_after, run_before, san
 
 import reframe as rfm
 from topofoam import sweep
-from topofoam.fixtures import MpiCountBuild, PatchedOpenFOAMBuild
+from topofoam.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild
 from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
 VARIANTS = (
@@ -63,41 +62,12 @@ ESI_SOLVER_CASES = {"hpcCavity3D"}
 #: Final-field tolerance of the PCG variants on the interFoam cases (see set_variant).
 INTERFACE_RTOL = 1e-3
 #: MPI functions whose calls land in the perflog (summed over the ranks).
-COUNTED = ("MPI_Allreduce", "MPI_Iallreduce", "MPI_Alltoall", "MPI_Test")
+COUNTED = ["MPI_Allreduce", "MPI_Iallreduce", "MPI_Alltoall", "MPI_Test"]
 
 
 class Seed001Case(PreparedLayout):
     case = parameter(["damBreak2D", "damBreak3D", "hpcCavity3D"])
     layout = parameter(sweep.layouts("all"), fmt=layout_name)
-
-
-class CountsMpiCalls(rfm.RegressionTestPlugin):
-    """Runs the solver under the PMPI interposer; its counts become performance variables."""
-
-    mpicount = fixture(MpiCountBuild, scope="environment")
-
-    @run_before("run")
-    def preload_the_counter(self):
-        self.add_prerun("prepare", "mkdir -p mpicount")
-        # Only the solver is counted (not cp, the probe, or the shell).
-        self.executable = (
-            f"env LD_PRELOAD={self.mpicount.library()} "
-            f"TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}"
-        )
-
-    @run_before("performance")
-    def set_call_counts(self):
-        for name in COUNTED:
-            self.perf_variables[name[4:].lower()] = sn.make_performance_function(
-                _calls(os.path.join(self.stagedir, "mpicount"), name, self.num_tasks), "calls"
-            )
-
-
-@sn.deferrable
-def _calls(folder, name, ranks):
-    from topofoam import mpicount
-
-    return mpicount.read(folder, ranks=ranks).get(name, 0)
 
 
 class Seed001Reference(CountsMpiCalls, SweepRun):
@@ -107,6 +77,7 @@ class Seed001Reference(CountsMpiCalls, SweepRun):
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     prepared = fixture(Seed001Case, scope="environment")
     valid_prog_environs = ANY_VARIANT
+    counted = COUNTED
     stage = "reference"
     repeat = parameter([0])  # one reference per case and layout: its fields are compared
 
@@ -119,6 +90,7 @@ class Seed001Run(CountsMpiCalls, SweepRun):
     standard_run = fixture(Seed001Reference, scope="environment")
     variant = parameter(list(VARIANTS))
     valid_prog_environs = ANY_VARIANT
+    counted = COUNTED
     tags = {"seed001"}
     stage = "seed001"
 

@@ -21,11 +21,12 @@ partition is decided in one place, topofoam/sweepspace.py (the ``stage`` of each
 The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
 """
 
+import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after
 
 import reframe as rfm
 from topofoam import presets, sweep
-from topofoam.fixtures import PatchedOpenFOAMBuild
+from topofoam.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild
 from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
 
@@ -96,12 +97,16 @@ class _Stage(SweepRun):
 
 
 @rfm.simple_test
-class VariantRun(_Stage):
-    """Seed 000's variants x placement, at every node count of the partition."""
+class VariantRun(CountsMpiCalls, _Stage):
+    """Seed 000's variants x placement, at every node count of the partition, with the MPI
+    calls of the reduction paths counted: MPI_Allreduce (OpenFOAM's own), and MPI_Reduce and
+    MPI_Bcast (ESI's two-level path: reduce on the node, all-reduce between the nodes' leaders,
+    broadcast on the node)."""
 
     variant = parameter(["standard", "global", "local+global", "esi-nodecomms"])
     binding = parameter(list(presets.BINDINGS))
     standard_run = fixture(VariantReference, scope="environment")
+    counted = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast"]
     tags = {"sweep", "variants"}
     stage = "variants"
 
@@ -110,6 +115,23 @@ class VariantRun(_Stage):
         # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
         if self.variant == "esi-nodecomms":
             self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
+
+    def nodecomms_reported(self):
+        """ESI's start-up lines and, where node communicators are in use, its two-level path
+        in the MPI calls: every rank reduces on its node (MPI_Reduce), only the nodes' leaders
+        all-reduce, so MPI_Reduce calls outnumber MPI_Allreduce calls (the standard run makes
+        next to no MPI_Reduce)."""
+        checks = [super().nodecomms_reported()]
+        if self.nodes > 1 and self.ppn > 1:
+            checks.append(
+                sn.assert_gt(
+                    self.calls("MPI_Reduce"),
+                    self.calls("MPI_Allreduce"),
+                    msg="ESI's two-level reductions were not taken: {0} MPI_Reduce calls, "
+                    "not more than {1} MPI_Allreduce calls",
+                )
+            )
+        return sn.all(checks)
 
 
 @rfm.simple_test

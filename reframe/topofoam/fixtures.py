@@ -5,8 +5,16 @@ import os
 import sys
 
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
-from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
 import reframe as rfm
 from cases import CASES, CaseError, Prepared
@@ -227,7 +235,8 @@ class MpiCountBuild(MpiBuild):
     sourcepath = "mpicount.c"
     executable = "libmpicount.so"
     cflags = ["-O2", "-shared", "-fPIC"]
-    valid_prog_environs = ["+seed001"]
+    # Wherever a check that counts runs (seed 001's, the sweep's variants).
+    valid_prog_environs = ["+reduction-schedule", "+seed001", "+repipepcg", "+esi-ppcg"]
 
     @sanity_function
     def assert_built(self):
@@ -238,3 +247,39 @@ class MpiCountBuild(MpiBuild):
 
     def library(self) -> str:
         return os.path.join(self.stagedir, self.executable)
+
+
+class CountsMpiCalls(rfm.RegressionTestPlugin):
+    """Runs the solver under the PMPI interposer; the calls of the kinds in ``counted``,
+    summed over the ranks, become performance variables (``allreduce``, ``reduce``, ...)."""
+
+    mpicount = fixture(MpiCountBuild, scope="environment")
+    #: MPI functions whose calls land in the perflog
+    counted = variable(typ.List[str], value=["MPI_Allreduce"])
+
+    @run_before("run")
+    def preload_the_counter(self):
+        self.add_prerun("prepare", "mkdir -p mpicount")
+        # Only the solver is counted (not cp, the probe, or the shell).
+        self.executable = (
+            f"env LD_PRELOAD={self.mpicount.library()} "
+            f"TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}"
+        )
+
+    def calls(self, name: str):
+        """The calls of MPI function ``name`` summed over the ranks (deferred)."""
+        return _calls(os.path.join(self.stagedir, "mpicount"), name, self.num_tasks)
+
+    @run_before("performance")
+    def set_call_counts(self):
+        for name in self.counted:
+            self.perf_variables[name[4:].lower()] = sn.make_performance_function(
+                self.calls(name), "calls"
+            )
+
+
+@sn.deferrable
+def _calls(folder, name, ranks):
+    from topofoam import mpicount
+
+    return mpicount.read(folder, ranks=ranks).get(name, 0)

@@ -64,8 +64,8 @@ def test_variants_pass_on_both_partitions(variants_run):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for partition in PARTITIONS:
         # 8 runs, a standard run (the fields' reference) and a prepared case per case, the
-        # build fixture.
-        assert f"  local:{partition}: 13/13 test cases passed" in done.stdout, done.stdout
+        # build and MPI call counter fixtures.
+        assert f"  local:{partition}: 14/14 test cases passed" in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize("partition", PARTITIONS)
@@ -85,6 +85,9 @@ def test_perflog_rows_carry_every_setting(variants_run, partition):
         assert row["launcher_kind"] == {"cpu": "mpirun", "slurm": "srun"}[partition]
         assert row["nodelist"] == os.uname().nodename
         assert float(row["node_hours_value"]) == pytest.approx(float(row["wall_value"]) / 3600)
+        # Every rank's calls of the reduction paths, counted (both cases all-reduce per step).
+        assert float(row["allreduce_value"]) > 0
+        assert float(row["reduce_value"]) >= 0 and float(row["bcast_value"]) >= 0
         placed = (Path(row["outputdir"]) / "placement.txt").read_text().split("\n")
         cpus = sorted(line.split()[3] for line in placed if line)
         assert cpus == ["0", "1"]
@@ -321,3 +324,24 @@ def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
         r"in performance: .*wall",
         done.stdout,
     ), done.stdout[-3000:]
+
+
+def test_report_counts_mpi_calls_per_variant(variants_run):
+    """The report's call table has every variant run with the perflog's counts."""
+    _, results = variants_run
+    md = (results / "report" / "local" / "report.md").read_text().split("\n")
+    start = next(i for i, line in enumerate(md) if line.startswith("*seed 000's variants: ESI's"))
+    header = [c.strip() for c in md[start + 2].strip("|").split(" | ")]
+    assert header[-3:] == ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast"]
+    shown = set()
+    for line in md[start + 4 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        shown.add((cells[0], cells[1].split(" (")[0], cells[3], cells[-3]))
+    want = {
+        (p, r["case"], f"{r['variant']}, {r['binding']}", f"{float(r['allreduce_value']):,.0f}")
+        for p in PARTITIONS
+        for r in read_perflog(results / "perflogs" / "local" / p / "VariantRun.log")
+    }
+    assert shown == want

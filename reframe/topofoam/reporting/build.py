@@ -28,6 +28,11 @@ def fmt(x, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}g}"
 
 
+def calls(x) -> str:
+    """A call count (the median of the repeats' counts)."""
+    return "–" if x is None else f"{x:,.0f}"
+
+
 def pct(x) -> str:
     return "–" if x is None else f"{x:+.1f}"
 
@@ -474,44 +479,72 @@ class Builder:
                 )
             )
 
+    #: The stages whose runs count MPI calls: what each table says, and the kinds it shows.
+    CALL_TABLES = (
+        (
+            "seed001",
+            "seed 001's variants: optMULES removes the MPI_Alltoall of MULES's size exchange, "
+            "the pipelined CG solvers (PiPePCG, RePiPePCG, ESI's PPCG and PPCR) replace the "
+            "blocking MPI_Allreduce of every iteration by one MPI_Iallreduce.",
+            ("allreduce", "iallreduce", "alltoall", "test"),
+        ),
+        (
+            "variants",
+            "seed 000's variants: ESI's node-aware reductions (esi-nodecomms) reduce on each "
+            "node (MPI_Reduce), all-reduce between the nodes' leaders only and broadcast on "
+            "the node (MPI_Bcast), where a layout has node communicators (more than one node "
+            "and rank per node).",
+            ("allreduce", "reduce", "bcast"),
+        ),
+    )
+
     def mpi_calls(self, groups: list[Group]):
-        """Seed 001's runs: the MPI calls the PMPI interposer counted, per variant."""
-        found = sorted(
-            (g for g in groups if g.get("stage") == "seed001" and g.passed),
-            key=lambda g: (
-                g.key[0],
-                str(g.get("case")),
-                g.get("nodes") or 0,
-                str(g.get("variant")),
-            ),
-        )
-        if not found:
-            return
-        sec = self.doc.section("MPI calls of seed 001's variants")
-        sec.add(
-            "Calls by every rank together over the whole run (reframe/src/mpicount): "
-            "optMULES removes the MPI_Alltoall of MULES's size exchange, the pipelined "
-            "CG solvers replace three MPI_Allreduce per iteration by one MPI_Iallreduce."
-        )
-        kinds = ("allreduce", "iallreduce", "alltoall", "test")
-        rows = [
-            [
-                g.key[0],
-                f"{g.get('case')} ({size(g.get('size'))})",
-                f"{g.get('nodes')}x{analysis.ppn_of(g)}",
-                g.get("variant"),
-                fmt(g.value(analysis.metric(g))),
-            ]
-            + [fmt(g.value(k), 6) for k in kinds]
-            for g in found
-        ]
-        sec.add(
-            Table(
-                ["partition", "case", "layout", "variant", "wall s"]
-                + [f"MPI_{k.capitalize()}" for k in kinds],
-                rows,
+        """The runs of the counting checks: the MPI calls the PMPI interposer counted, per
+        variant, side by side per case and layout."""
+        tables = []
+        for stage, what, counted in self.CALL_TABLES:
+            found = sorted(
+                (
+                    g
+                    for g in groups
+                    if g.get("stage") == stage and g.passed and g.value(counted[0]) is not None
+                ),
+                key=lambda g: (
+                    g.key[0],
+                    str(g.get("case")),
+                    g.get("nodes") or 0,
+                    str(analysis.label(g)),
+                ),
             )
+            if found:
+                tables.append((what, counted, found))
+        if not tables:
+            return
+        sec = self.doc.section("MPI calls per variant")
+        sec.add(
+            "Calls by every rank together over the whole run (reframe/src/mpicount); wall "
+            "times of emulated partitions are marked and mean nothing."
         )
+        for what, counted, found in tables:
+            rows = [
+                [
+                    g.key[0] + (" (emulated)" if g.get("timing") == "emulated" else ""),
+                    f"{g.get('case')} ({size(g.get('size'))})",
+                    f"{g.get('nodes')}x{analysis.ppn_of(g)}",
+                    analysis.label(g),
+                    fmt(g.value(analysis.metric(g))),
+                ]
+                + [calls(g.value(k)) for k in counted]
+                for g in found
+            ]
+            sec.add(
+                Table(
+                    ["partition", "case", "layout", "variant", "wall s"]
+                    + [f"MPI_{k.capitalize()}" for k in counted],
+                    rows,
+                    caption=what,
+                )
+            )
 
     def storage(self, groups: list[Group]):
         sec = self.doc.section("Storage: shared vs node-local")
