@@ -1,7 +1,8 @@
 """`./bench` on the local site: run the suite, and start/stop the project's local Slurm.
 
-    ./bench run [--partition cpu|slurm|emu ...] [--tag TAG] [-- REFRAME_ARGS...]
-    ./bench build org12            OpenFOAM-12 with patches/org-12 (resumable, cached)
+    ./bench run [--partition cpu|slurm|emu|ompi5 ...] [--openfoam v1912|org12|v2512|all]
+                [--tag TAG] [-- REFRAME_ARGS...]
+    ./bench build org12|v2512      OpenFOAM-12 / v2512 with their series (resumable, cached)
     ./bench cases ARGS...          python -m cases with this machine's OpenFOAM
     ./bench rankmap-bench ARGS...  python -m rankmap.bench with it
     ./bench slurm start|stop|status
@@ -31,7 +32,11 @@ from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
 from topofoam import paths, resume
 
-PARTITIONS = ("cpu", "slurm", "emu")
+PARTITIONS = ("cpu", "slurm", "emu", "ompi5")
+#: What runs unless --partition says otherwise; ompi5 (Open MPI 5, site-configs/local.py) joins
+#: them for the OpenFOAM that has it.
+DEFAULT_PARTITIONS = ("cpu", "slurm", "emu")
+OMPI5_OPENFOAM = "v2512"
 EMU_NODES = 4  # the multi-node check runs on 1, 2 and 4 nodes
 
 #: ReFrame reruns a failed test case this often on the emulated cluster (and nowhere else).
@@ -52,16 +57,14 @@ class UsageError(RuntimeError):
 
 # Verbs that run a module with this machine's OpenFOAM; all further arguments are its own.
 PASS_THROUGH = {"cases": "cases", "rankmap-bench": "rankmap.bench"}
-# The OpenFOAMs those verbs can run with: Debian's v1912, and the flavours built from source.
+# The OpenFOAMs those verbs and `run --openfoam` can run with: Debian's v1912, and the
+# flavours built from source (site-configs/local.py has environments for each).
 OPENFOAMS = ("v1912", *flavours.FLAVOURS)
-#: The OpenFOAMs site-configs/local.py has environments for (v2512 builds, and runs cases
-#: with './bench cases --openfoam v2512', but has no environment yet).
-RUN_OPENFOAMS = ("v1912", "org12")
 
 
 def _partition_list(values: list[str] | None) -> list[str]:
     chosen = []
-    for value in values or list(PARTITIONS):
+    for value in values or list(DEFAULT_PARTITIONS):
         for name in value.split(","):
             if name not in PARTITIONS:
                 raise UsageError(
@@ -71,6 +74,28 @@ def _partition_list(values: list[str] | None) -> list[str]:
             if name not in chosen:
                 chosen.append(name)
     return chosen
+
+
+def _with_ompi5(partitions: list[str], args: argparse.Namespace, found: dict) -> list[str]:
+    """The ompi5 partition runs the v2512 build on Open MPI 5: chosen by default with that
+    OpenFOAM once its Open MPI 5 libPstream is built, refused, saying why, otherwise."""
+    has = bool(found["flavours"].get(OMPI5_OPENFOAM, {}).get("openmpi5"))
+    runs = args.openfoam in (OMPI5_OPENFOAM, "all")
+    if "ompi5" in partitions:
+        if not runs:
+            raise UsageError(
+                f"partition 'ompi5' runs OpenFOAM {OMPI5_OPENFOAM} only -- add "
+                f"'--openfoam {OMPI5_OPENFOAM}' (or all)"
+            )
+        if not has:
+            raise UsageError(
+                f"partition 'ompi5' needs {OMPI5_OPENFOAM}'s libPstream against Open MPI 5 "
+                f"-- run './bench build {OMPI5_OPENFOAM}' (it installs Open MPI 5 from PyPI)"
+            )
+        return partitions
+    if args.partition is None and runs and has and os.geteuid() == 0:
+        return [*partitions, "ompi5"]
+    return partitions
 
 
 def _environments(which: str) -> list[str]:
@@ -264,10 +289,11 @@ def run(args: argparse.Namespace) -> int:
     # What site-configs/local.py reads instead of probing the machine itself.
     found_facts = facts.load(facts.write())
     for name, flavour in found_facts["flavours"].items():
-        if name in RUN_OPENFOAMS and args.openfoam in (name, "all") and not flavour["built"]:
+        if name in OPENFOAMS and args.openfoam in (name, "all") and not flavour["built"]:
             if args.openfoam == name:
                 raise UsageError(f"OpenFOAM {name}: {flavour['why_not']}")
             print(f"bench: OpenFOAM {name} left out: {flavour['why_not']}")
+    partitions = _with_ompi5(partitions, args, found_facts)
     # A killed earlier run may still be computing: its timings and ours would both be wrong.
     found = strays.find(results / "reframe" / "stage")
     other = strays.running_reframe(found)
@@ -399,10 +425,18 @@ def with_openfoam(args: argparse.Namespace) -> int:
 def build_command(args: argparse.Namespace) -> int:
     """A flavour built from its source tree with the project's series (localsite/flavours.py)."""
     try:
-        print(f"bench: built: {flavours.ensure_built(flavours.get(args.flavour))}")
+        flavour = flavours.get(args.flavour)
+        print(f"bench: built: {flavours.ensure_built(flavour)}")
     except flavours.BuildError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
+    if flavour.openmpi5_mplib:
+        # The Open MPI 5 launch path (OCI's MPI); the main build stands without it.
+        try:
+            where = flavours.ensure_openmpi5(flavour, say=lambda m: print(f"bench: {m}"))
+            print(f"bench: built: {where} (libPstream against Open MPI 5)")
+        except flavours.BuildError as e:
+            print(f"bench: no Open MPI 5 libPstream: {e}", file=sys.stderr)
     return 0
 
 
@@ -502,7 +536,8 @@ def parser() -> argparse.ArgumentParser:
         "--partition",
         action="append",
         metavar="NAME",
-        help=f"partition(s) to run on: {', '.join(PARTITIONS)} (default: all)",
+        help=f"partition(s) to run on: {', '.join(PARTITIONS)} (default: "
+        f"{', '.join(DEFAULT_PARTITIONS)}, and ompi5 with --openfoam {OMPI5_OPENFOAM} or all)",
     )
     r.add_argument("--tag", action="append", default=[], help="only checks with this tag")
     r.add_argument(
@@ -513,10 +548,10 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--openfoam",
-        choices=("all", *RUN_OPENFOAMS),
+        choices=("all", *OPENFOAMS),
         default="v1912",
-        help="the OpenFOAM whose environments run: Debian's v1912 (default), org12 (built "
-        "with './bench build org12'), or all",
+        help="the OpenFOAM whose environments run: Debian's v1912 (default), org12 or v2512 "
+        "(built with './bench build NAME'), or all",
     )
     r.add_argument(
         "--repeats",

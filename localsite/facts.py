@@ -64,12 +64,22 @@ def _flavour(name: str) -> dict:
         return {"built": False, "why_not": str(e)}
     if not (where / ".complete").exists():
         return {"built": False, "why_not": f"not built -- run './bench build {name}'"}
-    return {
+    facts = {
         "built": True,
         "prefix": str(where),
         "build_id": where.name,
         "env": json.loads((where / "env.json").read_text()),
     }
+    ompi5 = flavours.openmpi5_folder(flavour)
+    if flavour.openmpi5_mplib and (ompi5 / ".complete").exists():
+        from localsite import openmpi5
+
+        # The same build with its libPstream against Open MPI 5 (the ompi5 partition).
+        facts["openmpi5"] = {
+            "env": json.loads((ompi5 / "env.json").read_text()),
+            "prefix": str(openmpi5.prefix()),
+        }
+    return facts
 
 
 def write(path: Path | None = None) -> Path:

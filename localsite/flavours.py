@@ -50,6 +50,11 @@ class Flavour:
     estimate: str
     #: folder of localsite/overlays/ copied over the extracted tree (site configuration files)
     overlay: str = ""
+    #: whose release: "org" (the Foundation's) or "esi" (ESI's, with -opt-switch)
+    family: str = "org"
+    #: libPstream built once more against Open MPI 5 (OCI's MPI, localsite/openmpi5.py) with
+    #: this WM_MPLIB: in ESI's releases libPstream alone links MPI
+    openmpi5_mplib: str = ""
 
 
 ORG12 = Flavour(
@@ -152,6 +157,8 @@ V2512 = Flavour(
     ),
     estimate="about 3 h on 2 cores",
     overlay="v2512",
+    family="esi",
+    openmpi5_mplib="SYSTEMOPENMPI5",
 )
 
 FLAVOURS = {f.name: f for f in (ORG12, V2512)}
@@ -237,6 +244,77 @@ def ensure_built(flavour: Flavour) -> Path:
             f"-- fix the cause and rerun './bench build {flavour.name}': it continues"
         )
     return where
+
+
+#: etc/bashrc sourced with the given settings: the variables before and after (NUL-separated),
+#: then libPstream built for the MPI those settings select (the main build made its dummy).
+_PSTREAM_SCRIPT = r"""
+set -e
+env -0 > "$OUT/.env.before"
+set +eu
+. "$TREE/etc/bashrc" $SETTINGS > "$OUT/build.log" 2>&1
+set -eu
+env -0 > "$OUT/.env.after"
+cd "$WM_PROJECT_DIR/src/Pstream"
+./Allwmake-mpi -j "$(nproc)" >> "$OUT/build.log" 2>&1
+test -f "$FOAM_LIBBIN/$FOAM_MPI/libPstream.so"
+"""
+
+
+def _changed_env(before: Path, after: Path) -> dict:
+    """The variables a sourced script set or changed (from two ``env -0`` dumps)."""
+
+    def read(path: Path) -> dict:
+        items = path.read_bytes().split(b"\0")
+        return dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
+
+    old, new = read(before), read(after)
+    return {k: v for k, v in new.items() if old.get(k) != v}
+
+
+def openmpi5_folder(flavour: Flavour) -> Path:
+    """Where the flavour's Open MPI 5 libPstream records its environment (env.json)."""
+    return prefix(flavour) / "openmpi5"
+
+
+def ensure_openmpi5(flavour: Flavour, say=print) -> Path:
+    """The built flavour's libPstream against Open MPI 5 as well (installed from PyPI first,
+    localsite/openmpi5.py): a minute's build, once, beside the main one. Returns the folder
+    whose env.json is the environment its tools run with on Open MPI 5."""
+    from localsite import openmpi5
+
+    if not flavour.openmpi5_mplib:
+        raise BuildError(f"{flavour.title} has no Open MPI 5 build (only ESI's releases do)")
+    where = ensure_built(flavour)
+    out = openmpi5_folder(flavour)
+    if (out / ".complete").exists():
+        return out
+    try:
+        openmpi5.ensure(say=say)
+    except openmpi5.OpenMPI5Error as e:
+        raise BuildError(str(e)) from None
+    out.mkdir(exist_ok=True)
+    settings = [s for s in flavour.settings if not s.startswith("WM_MPLIB=")]
+    env = dict(
+        openmpi5.environ(),
+        OUT=str(out),
+        TREE=str(where / flavour.top),
+        SETTINGS=" ".join([*settings, f"WM_MPLIB={flavour.openmpi5_mplib}"]),
+    )
+    say(f"build: {flavour.title}'s libPstream against Open MPI {openmpi5.VERSION}")
+    if subprocess.run(["bash", "-c", _PSTREAM_SCRIPT], env=env).returncode != 0:
+        raise BuildError(
+            f"libPstream of {flavour.title} did not build against Open MPI {openmpi5.VERSION} "
+            f"(log {out}/build.log) -- fix the cause and rerun './bench build {flavour.name}'"
+        )
+    changed = _changed_env(out / ".env.before", out / ".env.after")
+    # etc/bashrc finds an MPI's prefix through orte-info first, which is Debian's Open MPI
+    # 4.1 here: its folders go, Open MPI 5's come first (the compile used its mpicc anyway).
+    changed = {k: v for k, v in openmpi5.environ(changed).items() if k in changed}
+    changed["MPI_ARCH_PATH"] = str(openmpi5.prefix())
+    (out / "env.json").write_text(json.dumps(changed, indent=1, sort_keys=True) + "\n")
+    (out / ".complete").touch()
+    return out
 
 
 def run_env(flavour: Flavour, base: dict | None = None) -> dict:

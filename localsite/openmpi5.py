@@ -61,7 +61,13 @@ def environ(base: dict | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     root = prefix()
     env["PATH"] = f"{root / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
-    kept = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p and "openmpi" not in p]
+    # Another MPI's folder is one with a libmpi.so of its own (ESI's sys-openmpi5 folder of
+    # libPstream is not).
+    kept = [
+        p
+        for p in env.get("LD_LIBRARY_PATH", "").split(":")
+        if p and Path(p) != root / "lib" and not any(Path(p).glob("libmpi.so*"))
+    ]
     env["LD_LIBRARY_PATH"] = ":".join([str(root / "lib"), *kept])
     for key in [k for k in env if k.startswith(("OMPI_", "OPAL_", "PRTE_", "PMIX_"))]:
         del env[key]  # settings meant for Open MPI 4.1 (mpirun's own) do not carry over

@@ -90,65 +90,75 @@ def _compile(
     tmp.rename(exe)
 
 
-# OpenFOAM-12: one build with patches/org-12 (off unless switched on), its own headers.
-ORG12_FLAGS = [f for f in CXXFLAGS if not f.startswith(("-std=", "-DOPENFOAM="))] + ["-std=c++14"]
+# The flavours built from source (localsite/flavours.py): one build each, its series off
+# unless switched on, its own headers and language standard.
+BUILT_FLAGS = {
+    "org12": [f for f in CXXFLAGS if not f.startswith(("-std=", "-DOPENFOAM="))] + ["-std=c++14"],
+    "v2512": [f for f in CXXFLAGS if not f.startswith(("-std=", "-DOPENFOAM="))]
+    + ["-std=c++17", "-DOPENFOAM=2512"],
+}
 
 
-def org12_executable() -> Path:
-    """reduceTest compiled against the cached OpenFOAM-12 build, cached by the source, the
-    build's folder name (its inputs) and the flags."""
-    env = flavours.run_env(flavours.get("org12"))
+def built_executable(name: str) -> Path:
+    """reduceTest compiled against the cached build of flavour ``name``, cached by the
+    source, the build's folder name (its inputs) and the flags."""
+    env = flavours.run_env(flavours.get(name))
     tree = Path(env["WM_PROJECT_DIR"])
     libbin = Path(env["FOAM_LIBBIN"])
+    flags = BUILT_FLAGS[name]
     key = hashlib.sha256(
-        SOURCE.read_bytes() + str(libbin).encode() + " ".join(ORG12_FLAGS).encode()
+        SOURCE.read_bytes() + str(libbin).encode() + " ".join(flags).encode()
     ).hexdigest()[:16]
-    exe = paths.cache_dir() / "openfoam" / f"reduceTest-org12-{key}" / "reduceTest"
+    exe = paths.cache_dir() / "openfoam" / f"reduceTest-{name}-{key}" / "reduceTest"
     if not exe.exists():
         headers = [
             tree / "src" / "OpenFOAM" / "lnInclude",
             tree / "src" / "OSspecific" / "POSIX" / "lnInclude",
         ]
-        _compile(exe, ORG12_FLAGS, headers, [libbin, libbin / env["FOAM_MPI"]], env)
+        _compile(exe, flags, headers, [libbin, libbin / env["FOAM_MPI"]], env)
     return exe
 
 
-def org12_run(
-    ranks: int, folder: Path, *, schedule: Path | None = None, sums: bool = False
+def built_run(
+    name: str, ranks: int, folder: Path, *, schedule: Path | None = None, sums: bool = False
 ) -> subprocess.CompletedProcess:
-    """reduceTest on OpenFOAM-12 in ``folder``. OpenFOAM-12 has no -opt-switch: it merges the
-    system/controlDict of the working folder into its switches, so ``sums`` writes one there
-    with reductionScheduleSums 1."""
+    """reduceTest on the built flavour ``name`` in ``folder``. ``sums`` switches
+    reductionScheduleSums on: with -opt-switch on ESI's releases; OpenFOAM-12 has none, and
+    merges the system/controlDict of the working folder into its switches instead."""
     control = Path(folder) / "system" / "controlDict"
     control.parent.mkdir(parents=True, exist_ok=True)
+    esi = flavours.get(name).family == "esi"
     control.write_text(
         "FoamFile { format ascii; class dictionary; object controlDict; }\n"
-        + ("OptimisationSwitches { reductionScheduleSums 1; }\n" if sums else "")
+        + ("OptimisationSwitches { reductionScheduleSums 1; }\n" if sums and not esi else "")
     )
-    return org12_mpirun(
-        ranks, [str(org12_executable()), "-parallel"], cwd=folder, schedule=schedule
-    )
+    args = [str(built_executable(name)), "-parallel"]
+    if sums and esi:
+        args += ["-opt-switch", "reductionScheduleSums=1"]
+    return built_mpirun(name, ranks, args, cwd=folder, schedule=schedule)
 
 
-def org12_mpirun(
-    ranks: int, args: list[str], *, cwd: Path | None = None, schedule: Path | None = None
+def built_mpirun(
+    name: str,
+    ranks: int,
+    args: list[str],
+    *,
+    cwd: Path | None = None,
+    schedule: Path | None = None,
+    env: dict | None = None,
 ) -> subprocess.CompletedProcess:
-    """An OpenFOAM-12 program on ``ranks`` MPI ranks (oversubscribed if need be), with the
-    schedule at ``schedule`` or none."""
-    env = dict(
-        flavours.run_env(flavours.get("org12")),
-        OMPI_ALLOW_RUN_AS_ROOT="1",
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_mpi_yield_when_idle="1",
-    )
-    env.pop("FOAM_REDUCTION_SCHEDULE", None)
-    if schedule is not None:
-        env["FOAM_REDUCTION_SCHEDULE"] = str(schedule)
+    """A program of the built flavour ``name`` on ``ranks`` MPI ranks (oversubscribed if need
+    be), with the schedule at ``schedule`` or none; ``env`` adds variables (forwarded)."""
+    run_env = _for_mpirun(flavours.run_env(flavours.get(name)), schedule)
+    run_env.update(env or {})
     cmd = ["mpirun", "-np", str(ranks), "--oversubscribe"]
-    for var in ("PATH", "LD_LIBRARY_PATH", "WM_PROJECT_DIR", "FOAM_REDUCTION_SCHEDULE"):
-        if var in env:
+    forwarded = ["PATH", "LD_LIBRARY_PATH", "WM_PROJECT_DIR", "FOAM_REDUCTION_SCHEDULE"]
+    for var in dict.fromkeys(forwarded + list(env or {})):
+        if var in run_env:
             cmd += ["-x", var]
-    return subprocess.run(cmd + args, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+    return subprocess.run(
+        cmd + args, capture_output=True, text=True, env=run_env, cwd=cwd, timeout=600
+    )
 
 
 def environment(patched: bool, schedule: Path | None = None) -> dict:
@@ -156,10 +166,19 @@ def environment(patched: bool, schedule: Path | None = None) -> dict:
     libs = [openfoam.ensure_built("scotch")]
     if patched:
         libs.insert(0, openfoam.ensure_built("patched"))
-    env = dict(
+    base = dict(
         os.environ,
         WM_PROJECT_DIR=str(openfoam.PROJECT_DIR),
         LD_LIBRARY_PATH=":".join(map(str, libs)),
+    )
+    return _for_mpirun(base, schedule)
+
+
+def _for_mpirun(base: dict, schedule: Path | None) -> dict:
+    """``base`` for Open MPI's mpirun as any user, with oversubscribed ranks that yield, and
+    the schedule at ``schedule`` or none."""
+    env = dict(
+        base,
         OMPI_ALLOW_RUN_AS_ROOT="1",
         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
         OMPI_MCA_mpi_yield_when_idle="1",

@@ -223,14 +223,19 @@ if _slurm_conf == str(_emu.conf):
     )
 
 
-def _built_env(flavour: dict) -> list[list[str]]:
+def _built_env(flavour: dict, mpi: str = "") -> list[list[str]]:
     """A flavour's environment (what its etc/bashrc set, recorded at build time): PATH and
-    LD_LIBRARY_PATH get the build's own folders in front, the other variables their values."""
-    prefix = flavour["prefix"]
+    LD_LIBRARY_PATH get the build's own folders in front, the other variables their values.
+    ``mpi="openmpi5"``: the same build with its libPstream against Open MPI 5, whose own
+    folders go in front as well."""
+    recorded, own_prefixes = flavour["env"], (flavour["prefix"],)
+    if mpi:
+        recorded = flavour[mpi]["env"]
+        own_prefixes += (flavour[mpi]["prefix"],)
     env = []
-    for key, value in sorted(flavour["env"].items()):
+    for key, value in sorted(recorded.items()):
         if key in ("PATH", "LD_LIBRARY_PATH"):
-            own = [p for p in value.split(":") if p.startswith(prefix)]
+            own = [p for p in value.split(":") if p.startswith(own_prefixes)]
             env.append([key, ":".join(own + [f"${key}"])])
         elif key.startswith(("WM_", "FOAM_", "MPI_", "SCOTCH_", "ParaView_")):
             # ReFrame writes 'export KEY=VALUE' as it is: WM_CFLAGS is '-m64 -fPIC'.
@@ -248,6 +253,14 @@ _BUILT_FLAVOURS = {
         flavour="org",
         features=["openfoam", "openfoam-org", "scotch"],
         patched=["reduction-schedule", "seed001"],  # VSC-5's and hpc2's
+    ),
+    "v2512": dict(
+        stem="openfoam-v2512",
+        version="v2512",
+        flavour="esi",
+        features=["openfoam", "openfoam-v2512", "scotch"],
+        # OCI's: ESI's own PPCG/PPCR and node-aware collectives come with the release
+        patched=["reduction-schedule", "repipepcg", "esi-ppcg", "esi-nodecomms"],
     ),
 }
 
@@ -287,6 +300,40 @@ _built = [env for name in _BUILT_FLAVOURS for env in _built_environments(name)]
 for _part in _partitions:
     _part["environs"] += [e["name"] for e in _built]
 
+# ompi5: the v2512 build on Open MPI 5, OCI's MPI (PyPI's wheel, localsite/openmpi5.py; its
+# libPstream built by './bench build v2512'), so that OCI's launch, mpirun --map-by
+# rankfile:file= with Open MPI 5's binding reports, runs here for real. Its environment is
+# v2512's patched one with that libPstream and Open MPI 5 in front: a definition for that
+# partition alone ("target_systems"), listed first, for ReFrame takes the first that matches.
+_partition_specific = []
+_v2512 = _facts["flavours"].get("v2512", {})
+if _v2512.get("built") and _v2512.get("openmpi5"):
+    _partitions.append(
+        {
+            "name": "ompi5",
+            "descr": "this machine, Open MPI 5 (OCI's MPI), mpirun --map-by rankfile",
+            "scheduler": "local",
+            "launcher": "mpirun",
+            "environs": ["openfoam-v2512-patched"],
+            # The wheel's Open MPI has UCX, as OCI's has: the UCX presets take effect.
+            "env_vars": _mpi_env + _ucx_env,
+            "processor": _facts["processor"],
+            # It proves the launch and binding once each; the timed comparisons are on cpu.
+            "extras": dict(_sweep, mpi="openmpi5", repeats=1, timed_steps={}),
+            "max_jobs": 1,
+        }
+    )
+    _generic = next(e for e in _built if e["name"] == "openfoam-v2512-patched")
+    _partition_specific.append(
+        {
+            "name": "openfoam-v2512-patched",
+            "target_systems": ["local:ompi5"],
+            "features": _generic["features"],
+            "env_vars": _built_env(_v2512, mpi="openmpi5"),
+            "extras": dict(_generic["extras"], mpi="openmpi5"),
+        }
+    )
+
 site_configuration = {
     "systems": [
         {
@@ -299,6 +346,7 @@ site_configuration = {
         },
     ],
     "environments": [
+        *_partition_specific,
         {
             "name": "openfoam-v1912",
             "features": ["openfoam", "openfoam-v1912", "scotch"],

@@ -87,20 +87,34 @@ def foam_env() -> dict:
     return dict(openfoam.run_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
-def org12_env() -> dict:
-    """Environment to run the cached OpenFOAM-12 build (patches/org-12); skips the test,
-    saying why, when there is none (it needs the source archive: TOPOFOAM_SOURCES)."""
+#: What each flavour built from source is called in a skip message, and its archive.
+BUILT = {
+    "org12": ("OpenFOAM-12", "OpenFOAM-12.tar.gz"),
+    "v2512": ("v2512", "OpenFOAM-v2512.tar.gz"),
+}
+
+
+def built_env(name: str) -> dict:
+    """Environment to run the cached build of flavour ``name`` (localsite/flavours.py, with
+    its series); skips the test, saying why, when there is none (it needs the source archive:
+    TOPOFOAM_SOURCES)."""
     from localsite import flavours
 
-    org12 = flavours.get("org12")
-    if not flavours.is_built(org12):
+    flavour = flavours.get(name)
+    if not flavours.is_built(flavour):
+        title, archive = BUILT[name]
         pytest.skip(
-            "no cached OpenFOAM-12 build for the current inputs: './bench build org12' with "
-            "TOPOFOAM_SOURCES naming the folder of OpenFOAM-12.tar.gz (CI: ../shared/offline)"
+            f"no cached {title} build for the current inputs: './bench build {name}' with "
+            f"TOPOFOAM_SOURCES naming the folder of {archive} (CI: ../shared/offline)"
         )
     return dict(
-        flavours.run_env(org12), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"
+        flavours.run_env(flavour), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"
     )
+
+
+def org12_env() -> dict:
+    """The cached OpenFOAM-12 build's environment (patches/org-12), or a skip."""
+    return built_env("org12")
 
 
 def decomposed_case(dest: Path, cells: tuple[int, int, int], parts: int) -> Path:

@@ -242,7 +242,13 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
         if site == "vsc5"
         else [s for s in scripts.values() if "--partition=nps2" in s]
     )
-    assert lines(script, "mpirun ")[-1] == f"{launch} {PITZDAILY_SOLVER[site]} -parallel"
+    # The variants run under the MPI call counter (reframe/src/mpicount).
+    assert re.fullmatch(
+        re.escape(launch)
+        + r" env LD_PRELOAD=\S+/libmpicount\.so TOPOFOAM_MPICOUNT_DIR=\$PWD/mpicount "
+        + re.escape(f"{PITZDAILY_SOLVER[site]} -parallel"),
+        lines(script, "mpirun ")[-1],
+    )
     assert "--placement rankmap" in script
     assert "SLURM_HOSTFILE" not in script
 

@@ -134,7 +134,19 @@ def test_unknown_partition():
     done = bench_cli("run", "--partition", "gpu")
     assert done.returncode == 2
     assert done.stderr == (
-        "bench: unknown partition 'gpu' -- choose from cpu, slurm, emu (site-configs/local.py)\n"
+        "bench: unknown partition 'gpu' -- choose from cpu, slurm, emu, ompi5 "
+        "(site-configs/local.py)\n"
+    )
+
+
+def test_ompi5_partition_only_with_v2512(tmp_path):
+    """ompi5 runs the v2512 build on Open MPI 5: asked for with another OpenFOAM, it is
+    refused in one line before anything runs."""
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path))
+    done = bench_cli("run", "--partition", "ompi5", env=env)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "bench: partition 'ompi5' runs OpenFOAM v2512 only -- add '--openfoam v2512' (or all)\n"
     )
 
 

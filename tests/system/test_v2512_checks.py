@@ -1,0 +1,101 @@
+"""The patched ESI v2512 environment through ./bench run, as OCI would run it: seed 000's
+variants side by side with ESI's own node-aware collectives (standard, esi-nodecomms, global,
+local+global) on cpu and on the emulated cluster, seed 001's solvers on hpcCavity3D (PCG beside
+ESI's PPCG and PPCR and our RePiPePCG), and the Open MPI 5 partition (ompi5). Skipped, saying
+why, without the cached v2512 build (tests/conftest.py: built_env)."""
+
+import csv
+import os
+import re
+
+import pytest
+
+from conftest import IS_ROOT, bench_cli, built_env
+
+VARIANTS = {"standard", "global", "local+global", "esi-nodecomms"}
+
+
+def v2512_run(tmp_path_factory, partition: str, selection: str):
+    built_env("v2512")
+    results = tmp_path_factory.mktemp(f"results-{partition}")
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"))
+    done = bench_cli(
+        "run",
+        "--openfoam",
+        "v2512",
+        "--partition",
+        partition,
+        "--",
+        "-n",
+        selection,
+        env=env,
+        timeout=3600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.search(rf"^  local:{partition}: (\d+)/\1 test cases passed", done.stdout, re.M)
+    return results
+
+
+@pytest.fixture(scope="module")
+def on_cpu(tmp_path_factory):
+    return v2512_run(tmp_path_factory, "cpu", "^(VariantRun|Seed001Run)")
+
+
+def perflog(results, partition: str, check: str) -> list[dict]:
+    path = results / "perflogs" / "local" / partition / f"{check}.log"
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="|"))
+
+
+def test_variants_side_by_side_with_esi_nodecomms_on_cpu(on_cpu):
+    rows = perflog(on_cpu, "cpu", "VariantRun")
+    assert {r["variant"] for r in rows} == VARIANTS
+    assert {(r["environ"], r["openfoam"]) for r in rows} == {
+        ("openfoam-v2512-patched", "esi v2512")
+    }
+    # One node: ESI keeps the plain MPI_Allreduce, as the standard run does.
+    for r in rows:
+        assert int(r["allreduce_value"]) > 0
+
+
+def test_pcg_ppcg_ppcr_and_repipepcg_on_cpu(on_cpu):
+    runs = {(r["case"], r["variant"]): r for r in perflog(on_cpu, "cpu", "Seed001Run")}
+    assert {v for c, v in runs if c == "hpcCavity3D"} == {"standard", "PPCG", "PPCR", "rePipePCG"}
+    standard = runs["hpcCavity3D", "standard"]
+    for variant in ("PPCG", "PPCR", "rePipePCG"):
+        run = runs["hpcCavity3D", variant]
+        # One non-blocking sum per iteration in place of PCG's blocking ones.
+        assert int(run["iallreduce_value"]) > 0
+        assert int(run["allreduce_value"]) < int(standard["allreduce_value"])
+    assert int(runs["hpcCavity3D", "rePipePCG"]["test_value"]) > 0
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the emulated cluster needs root")
+def test_esi_two_level_reductions_on_the_emulated_cluster(tmp_path_factory):
+    """Where nodes hold more than one rank, esi-nodecomms reduces on the node (MPI_Reduce on
+    every rank) and all-reduces between the nodes' leaders only; the standard run all-reduces
+    on every rank."""
+    results = v2512_run(tmp_path_factory, "emu", "^VariantRun")
+    rows = perflog(results, "emu", "VariantRun")
+    assert {r["variant"] for r in rows} == VARIANTS
+    split = [r for r in rows if int(r["nodes"]) > 1 and int(r["ppn"]) > 1]
+    assert split, "no layout with node communicators"
+    for r in split:
+        if r["variant"] == "esi-nodecomms":
+            assert int(r["reduce_value"]) > int(r["allreduce_value"]), r
+        if r["variant"] == "standard":
+            assert int(r["reduce_value"]) < int(r["allreduce_value"]), r
+    assert {r["timing"] for r in rows} == {"emulated"}
+
+
+@pytest.mark.skipif(
+    not IS_ROOT, reason="mpirun of Open MPI 5 runs here as root only with its flags"
+)
+def test_open_mpi_5_partition_places_and_runs(tmp_path_factory):
+    """The ompi5 partition: v2512 with its libPstream against Open MPI 5, ranks placed through
+    mpirun --map-by rankfile:file=, every variant passing its placement and field checks."""
+    built_env("v2512")
+    results = v2512_run(tmp_path_factory, "ompi5", "^VariantRun")
+    rows = perflog(results, "ompi5", "VariantRun")
+    assert {r["variant"] for r in rows} == VARIANTS
+    assert {r["core_binding"] for r in rows} == {"verified"}
