@@ -73,7 +73,9 @@ done
     done
 ) 2>/dev/null &
 ticker=$!
-trap 'pkill -P $ticker 2>/dev/null; kill $ticker 2>/dev/null; rm -rf "$work"' EXIT
+# Under set -e a failing command in the trap becomes the script's status: the ticker may be
+# between two sleeps (nothing for pkill) or gone, and a finished build must still exit 0.
+trap 'pkill -P $ticker 2>/dev/null || true; kill $ticker 2>/dev/null || true; rm -rf "$work"' EXIT
 
 (
     set +u

@@ -98,7 +98,9 @@ objs_before=$( (find "$tree/platforms" "$tree/build" -name '*.o' 2>/dev/null || 
     done
 ) 2>/dev/null &
 ticker=$!
-trap 'pkill -P $ticker 2>/dev/null; kill $ticker 2>/dev/null' EXIT
+# Under set -e a failing command in the trap becomes the script's status: the ticker may be
+# between two sleeps (nothing for pkill) or gone, and a finished build must still exit 0.
+trap 'pkill -P $ticker 2>/dev/null || true; kill $ticker 2>/dev/null || true' EXIT
 
 # 4. wmake, src/, the applications: incremental, so a rerun continues.
 # The compiler sees the tree through one path per flavour, <flavour>-building (a link to
