@@ -3,7 +3,8 @@
 A benchmark case on 2 ranks with the patched OpenFOAM, three ways:
   standard      the patched libraries without a schedule (they must behave as stock);
   global        a rankmap schedule for the default placement, generic reductions along it;
-  global+sums   the same, with scalar sum/min reductions along it too (reductionScheduleSums).
+  global+sums   the same, with scalar sum/min reductions (v2512: every native all-reduction)
+                along it too (reductionScheduleSums).
 Sanity: the solver ran as the foundation check requires, and the start-up line of the patch
 reports the schedule for the run's rank count (or, for standard, no schedule at all).
 """
@@ -53,7 +54,9 @@ class ReductionScheduleRun(PlacedRun):
     @sanity_function
     def assert_schedule_in_use(self):
         started = r"^reductionSchedule: \S+ for 2 ranks, edges by level"
-        sums = r"^reductionSchedule: scalar sum/min reductions follow the schedule"
+        # v1912's and OpenFOAM-12's series route scalar sum/min, v2512's every native
+        # all-reduction: each says which at start-up.
+        sums = r"^reductionSchedule: (scalar sum/min|native all-)reductions follow the schedule"
         if self.variant == "standard":
             schedule = sn.assert_not_found(
                 r"^reductionSchedule",
