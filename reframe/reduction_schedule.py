@@ -56,7 +56,7 @@ class ReductionScheduleRun(PlacedRun):
         started = r"^reductionSchedule: \S+ for 2 ranks, edges by level"
         # v1912's and OpenFOAM-12's series route scalar sum/min, v2512's every native
         # all-reduction: each says which at start-up.
-        sums = r"^reductionSchedule: (scalar sum/min|native all-)reductions follow the schedule"
+        sums = r"^reductionSchedule: (scalar sum/min |native all-)reductions follow the schedule"
         if self.variant == "standard":
             schedule = sn.assert_not_found(
                 r"^reductionSchedule",
