@@ -10,7 +10,10 @@
 #   APPLICATION  folders (relative to the tree) built after src/, in order; a folder under
 #                applications/modules builds lib<name>.so, any other builds bin/<name>
 #
-# Environment: BUILD_REQUIRED_LIBS  libraries (names without lib/.so) the build must produce
+# Only the libraries the applications link and the cases load are built (libclosure.py).
+#
+# Environment: BUILD_REQUIRED_LIBS  libraries (names without lib/.so) the build must produce,
+#                                   besides what the applications link: what cases load
 #              BUILD_OVERLAY        a folder copied over the extracted tree (site configuration)
 #              CCACHE_DIR           where ccache keeps its cache, used when ccache is installed
 #
@@ -72,12 +75,18 @@ for patch in "$series"/*.patch; do
 done
 shopt -u nullglob
 
-# 3. Progress every minute, from what the build has written so far.
+# 3. The libraries to build: what the applications link and the cases load, with what those
+#    link (libclosure.py); wmake-needed/wmake skips the rest of src/.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2086
+read -r total_libs total_objs every_lib < <(python3 "$here/libclosure.py" "$tree" "$prefix/needed-libs" \
+    "${apps[@]}" --require ${BUILD_REQUIRED_LIBS:-OpenFOAM}) \
+    || die "cannot tell which libraries $top needs (above)"
+[ -s "$prefix/needed-libs" ] || die "cannot tell which libraries $top needs (above)"
+say "building $total_libs of $every_lib library folders: what the applications link and the cases load"
+
+# 4. Progress every minute, from what the build has written so far.
 count_sources() { cat "$@" 2>/dev/null | grep -cE '\.([cCL]|cxx|cpp)$' || true; }
-mapfile -t make_files < <(cd "$tree" && find src -path '*/Make/files' | sort)
-mapfile -t lib_files < <(cd "$tree" && grep -lE '^LIB *=' "${make_files[@]}" 2>/dev/null || true)
-total_libs=$(( ${#lib_files[@]} ))
-total_objs=$(cd "$tree" && count_sources "${make_files[@]}")
 for app in "${apps[@]}"; do
     total_objs=$((total_objs + $(cd "$tree" && count_sources "$app/Make/files")))
     case "$app" in applications/modules/*) total_libs=$((total_libs + 1));; esac
@@ -102,7 +111,7 @@ ticker=$!
 # between two sleeps (nothing for pkill) or gone, and a finished build must still exit 0.
 trap 'pkill -P $ticker 2>/dev/null || true; kill $ticker 2>/dev/null || true' EXIT
 
-# 4. wmake, src/, the applications: incremental, so a rerun continues.
+# 5. wmake, src/, the applications: incremental, so a rerun continues.
 # The compiler sees the tree through one path per flavour, <flavour>-building (a link to
 # PREFIX), whatever the key: the absolute include paths, and the __FILE__ strings they put
 # into objects, are then the same for every series, and ccache reuses every object a changed
@@ -133,13 +142,14 @@ say "wmake tools"
 say "libraries (src/Allwmake; most of the build)"
 # An optional library that fails (ptscotch without its headers) must not stop the others:
 # what the suite needs is checked below, product by product.
-WM_CONTINUE_ON_ERROR=1 src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true
+PATH=$here/wmake-needed:$PATH BUILD_NEEDED_LIBS=$prefix/needed-libs WM_CONTINUE_ON_ERROR=1 \
+    src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true
 for app in "${apps[@]}"; do
     say "$app"
     wmake -j "$(nproc)" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
 done
 
-# 5. Everything the suite uses is there, or the build names what is missing.
+# 6. Everything the suite uses is there, or the build names what is missing.
 missing=()
 for lib in ${BUILD_REQUIRED_LIBS:-OpenFOAM}; do
     [ -f "$FOAM_LIBBIN/lib$lib.so" ] || missing+=("lib$lib.so")

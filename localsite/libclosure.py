@@ -1,0 +1,117 @@
+"""The libraries of an OpenFOAM tree that the suite's applications need, and no others.
+
+A full ``src/Allwmake`` compiles every library of the release (3,500 objects for ESI v2512,
+a quarter of them for adjoint optimisation, Lagrangian particles, region and rigid-body
+models the benchmark cases never load). build-tree.sh builds only what this module names:
+the libraries the applications link (``EXE_LIBS`` in their ``Make/options``), the ones a case
+loads at run time (``BUILD_REQUIRED_LIBS``: decomposition and renumbering methods, function
+objects) and, transitively, what each of those links (``LIB_LIBS``). ``wmake-needed/wmake``
+skips every other library folder while ``src/Allwmake`` runs, so the release's own build order
+and configuration (SCOTCH detection, MPI selection) stay as they are.
+
+    python3 libclosure.py TREE OUT APPLICATION... [--require NAME...]
+
+writes OUT: one line per library folder, ``<name> <folder relative to TREE>``, and prints how
+many library folders and objects that is, and how many library folders the tree has. Standard
+library only: build-tree.sh runs it with the system Python.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+# LIB = $(FOAM_LIBBIN)/libfiniteVolume, $(FOAM_MPI_LIBBIN)/libPstream, .../dummy/libmetisDecomp
+_LIB = re.compile(r"^\s*LIB\s*=\s*\S*?/lib(\w+)\s*$", re.M)
+_SOURCE = re.compile(r"\.(?:[cCL]|cxx|cpp)$")
+
+
+def library_folders(tree: Path) -> dict[str, list[str]]:
+    """Library name -> the folders under src/ that build it (a dummy and the real one may
+    share a name)."""
+    found: dict[str, list[str]] = {}
+    for files in sorted(tree.glob("src/**/Make/files")):
+        match = _LIB.search(files.read_text(errors="replace"))
+        if match:
+            folder = files.parent.parent.relative_to(tree).as_posix()
+            found.setdefault(match.group(1), []).append(folder)
+    return found
+
+
+def linked(folder: Path, *variables: str) -> list[str]:
+    """The libraries ``variables`` of ``folder/Make/options`` link, by ``-l<name>`` or as
+    ``lib<name>.o`` (none without the file)."""
+    options = folder / "Make" / "options"
+    if not options.is_file():
+        return []
+    text = options.read_text(errors="replace").replace("\\\n", " ")
+    names: list[str] = []
+    for variable in variables:
+        for line in re.findall(rf"^\s*{variable}\s*\+?=(.*)$", text, re.M):
+            names += re.findall(r"(?<![\w$(])-l(\w+)", line)
+            # an object library linked in whole: $(FOAM_LIBBIN)/libOSspecific.o
+            names += re.findall(r"/lib(\w+)\.o\b", line)
+    return names
+
+
+def needed(tree: Path, applications: list[str], required: list[str]) -> dict[str, list[str]]:
+    """Every library the applications and ``required`` need, with its folders. Names no
+    folder builds (system libraries: scotch, mpi, z) are left out."""
+    folders = library_folders(tree)
+    todo = list(required)
+    for app in applications:
+        # A solver module (OpenFOAM-12's applications/modules) is a library: LIB_LIBS.
+        todo += linked(tree / app, "EXE_LIBS", "LIB_LIBS")
+    closure: dict[str, list[str]] = {}
+    while todo:
+        name = todo.pop()
+        if name in closure or name not in folders:
+            continue
+        closure[name] = folders[name]
+        for folder in folders[name]:
+            todo += linked(tree / folder, "LIB_LIBS")
+    return dict(sorted(closure.items()))
+
+
+def sources(tree: Path, folder: str) -> int:
+    """How many objects ``folder`` compiles (its Make/files' sources)."""
+    files = tree / folder / "Make" / "files"
+    if not files.is_file():
+        return 0
+    return sum(1 for word in files.read_text(errors="replace").split() if _SOURCE.search(word))
+
+
+def main(argv: list[str]) -> int:
+    args, required = argv, []
+    if "--require" in argv:
+        at = argv.index("--require")
+        args, required = argv[:at], argv[at + 1 :]
+    if len(args) < 2:
+        print("usage: libclosure.py TREE OUT APPLICATION... [--require NAME...]", file=sys.stderr)
+        return 2
+    tree, out, applications = Path(args[0]), Path(args[1]), args[2:]
+    if not (tree / "src").is_dir():
+        print(f"libclosure: {tree} has no src/ -- is it an OpenFOAM tree?", file=sys.stderr)
+        return 1
+    closure = needed(tree, applications, required)
+    missing = sorted(set(required) - set(closure))
+    if missing:
+        print(
+            f"libclosure: no folder of {tree}/src builds lib{', lib'.join(missing)} -- "
+            "correct the flavour's libraries in localsite/flavours.py",
+            file=sys.stderr,
+        )
+        return 1
+    folders = [folder for dirs in closure.values() for folder in dirs]
+    out.write_text(
+        "".join(f"{name} {folder}\n" for name, dirs in closure.items() for folder in dirs)
+    )
+    # For build-tree.sh's progress: how many library folders and objects that is, of how many.
+    every = sum(len(dirs) for dirs in library_folders(tree).values())
+    print(len(folders), sum(sources(tree, folder) for folder in folders), every)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,126 @@
+"""Which of a release's libraries a local build compiles (localsite/libclosure.py), read from
+the real source archives, and wmake-needed/wmake skipping the others with the release's own
+wmake."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILT
+from localsite import flavours, libclosure, sources
+
+LIBCLOSURE = Path(libclosure.__file__)
+WRAPPER = LIBCLOSURE.with_name("wmake-needed") / "wmake"
+
+
+def make_files(name: str, dest: Path) -> Path:
+    """The flavour's Make/ folders (and wmake/, etc/, bin/), extracted from its archive in the
+    source mirror; skips the test without it."""
+    flavour = flavours.get(name)
+    try:
+        archive = sources.find(flavour.archive, download=False)
+    except sources.SourceError:
+        pytest.skip(
+            f"no {BUILT[name][0]} source: set TOPOFOAM_SOURCES to the folder of "
+            f"{BUILT[name][1]} (CI: ../shared/offline/sources)"
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["tar", "-xzf", str(archive), "-C", str(dest), "--strip-components=1", "--wildcards"]
+        + ["*/Make/*", "*/wmake/*", "*/etc/*", "*/bin/*"],
+        check=True,
+    )
+    return dest
+
+
+def closure_of(name: str, tree: Path) -> dict[str, list[str]]:
+    flavour = flavours.get(name)
+    return libclosure.needed(tree, list(flavour.applications), list(flavour.libraries))
+
+
+#: Libraries of each release no benchmark case uses: Lagrangian particles, rigid bodies, DSMC.
+UNUSED = {
+    "v2512": ("lagrangianIntermediate", "rigidBodyDynamics"),
+    "org12": ("lagrangianParcel", "DSMC"),
+}
+
+
+@pytest.mark.parametrize("name", ["v2512", "org12"])
+def test_closure_holds_what_is_linked_and_loaded_and_leaves_the_rest(name, tmp_path):
+    tree = make_files(name, tmp_path)
+    flavour = flavours.get(name)
+    closure = closure_of(name, tree)
+    # What the cases load at run time, and the base libraries everything links.
+    for lib in (*flavour.libraries, "OSspecific", "Pstream", "finiteVolume", "meshTools"):
+        assert lib in closure, lib
+    # Closed: whatever a chosen library links is chosen too.
+    every = libclosure.library_folders(tree)
+    for folders in closure.values():
+        for folder in folders:
+            for dep in libclosure.linked(tree / folder, "LIB_LIBS"):
+                assert dep in closure or dep not in every, f"{folder} links {dep}"
+    for lib in UNUSED[name]:
+        assert lib in every and lib not in closure, lib
+    chosen = sum(libclosure.sources(tree, f) for dirs in closure.values() for f in dirs)
+    total = sum(libclosure.sources(tree, f) for dirs in every.values() for f in dirs)
+    assert 0.4 * total < chosen < 0.9 * total, (chosen, total)
+
+
+def test_cli_writes_the_list_and_names_a_library_no_folder_builds(tmp_path):
+    tree = make_files("v2512", tmp_path / "tree")
+    out = tmp_path / "needed-libs"
+    done = subprocess.run(
+        [sys.executable, LIBCLOSURE, tree, out, "applications/solvers/basic/laplacianFoam"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    folders, objects, every = map(int, done.stdout.split())
+    lines = out.read_text().splitlines()
+    assert len(lines) == folders < every and objects > 0
+    assert "finiteVolume src/finiteVolume" in lines
+    done = subprocess.run(
+        [sys.executable, LIBCLOSURE, tree, out, "--require", "OpenFOAM", "nosuchLib"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert "libnosuchLib" in done.stderr and "localsite/flavours.py" in done.stderr
+    done = subprocess.run(
+        [sys.executable, LIBCLOSURE, tmp_path / "empty", out], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "no src/" in done.stderr
+
+
+def test_wrapper_skips_unneeded_library_folders_and_builds_needed_ones(tmp_path):
+    """Two one-file libraries built through the wrapper with v2512's real wmake: the one on
+    the list becomes lib<name>.so, the other is skipped, saying so."""
+    tree = make_files("v2512", tmp_path / "OpenFOAM-v2512")
+    for name in ("wanted", "unwanted"):
+        folder = tree / "src" / name
+        (folder / "Make").mkdir(parents=True)
+        (folder / f"{name}.C").write_text(f"int {name}() {{ return 1; }}\n")
+        (folder / "Make" / "files").write_text(f"{name}.C\n\nLIB = $(FOAM_LIBBIN)/lib{name}\n")
+        (folder / "Make" / "options").write_text("EXE_INC =\nLIB_LIBS =\n")
+    (tmp_path / "needed-libs").write_text("wanted src/wanted\n")
+    script = f"""
+set +eu
+. "{tree}/etc/bashrc" WM_MPLIB=SYSTEMOPENMPI > /dev/null 2>&1
+set -e
+(cd "$WM_PROJECT_DIR/wmake/src" && make) > /dev/null
+export PATH="{WRAPPER.parent}:$PATH" BUILD_NEEDED_LIBS="{tmp_path}/needed-libs"
+cd "$WM_PROJECT_DIR/src"
+wmake libso wanted
+wmake libso unwanted
+echo "LIBBIN=$FOAM_LIBBIN"
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WM_", "FOAM_"))}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "wmake-needed: skipping unwanted (libunwanted: " in done.stdout
+    libbin = Path(done.stdout.split("LIBBIN=")[1].strip())
+    assert (libbin / "libwanted.so").is_file()
+    assert not (libbin / "libunwanted.so").exists()
