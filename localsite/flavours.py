@@ -114,7 +114,7 @@ ORG12 = Flavour(
         "twoPhaseMixture",
         "fieldFunctionObjects",  # volFieldValue: the min and max cases/flavour.py writes
     ),
-    estimate="about 1.5 h on 2 cores",
+    estimate="about 2 h on 2 cores",
 )
 
 V2512 = Flavour(
@@ -159,7 +159,7 @@ V2512 = Flavour(
         "twoPhaseMixture",
         "fieldFunctionObjects",
     ),
-    estimate="about 3 h on 2 cores",
+    estimate="about 4 h on 2 cores",
     overlay="v2512",
     family="esi",
     openmpi5_mplib="SYSTEMOPENMPI5",
