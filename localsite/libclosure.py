@@ -55,10 +55,16 @@ def linked(folder: Path, *variables: str) -> list[str]:
     return names
 
 
-def needed(tree: Path, applications: list[str], required: list[str]) -> dict[str, list[str]]:
+def needed(
+    tree: Path,
+    applications: list[str],
+    required: list[str],
+    folders: dict[str, list[str]] | None = None,
+) -> dict[str, list[str]]:
     """Every library the applications and ``required`` need, with its folders. Names no
-    folder builds (system libraries: scotch, mpi, z) are left out."""
-    folders = library_folders(tree)
+    folder builds (system libraries: scotch, mpi, z) are left out. ``folders``: the tree's
+    ``library_folders``, if already read."""
+    folders = folders if folders is not None else library_folders(tree)
     todo = list(required)
     for app in applications:
         # A solver module (OpenFOAM-12's applications/modules) is a library: LIB_LIBS.
@@ -94,7 +100,8 @@ def main(argv: list[str]) -> int:
     if not (tree / "src").is_dir():
         print(f"libclosure: {tree} has no src/ -- is it an OpenFOAM tree?", file=sys.stderr)
         return 1
-    closure = needed(tree, applications, required)
+    every = library_folders(tree)
+    closure = needed(tree, applications, required, every)
     missing = sorted(set(required) - set(closure))
     if missing:
         print(
@@ -108,8 +115,11 @@ def main(argv: list[str]) -> int:
         "".join(f"{name} {folder}\n" for name, dirs in closure.items() for folder in dirs)
     )
     # For build-tree.sh's progress: how many library folders and objects that is, of how many.
-    every = sum(len(dirs) for dirs in library_folders(tree).values())
-    print(len(folders), sum(sources(tree, folder) for folder in folders), every)
+    print(
+        len(folders),
+        sum(sources(tree, folder) for folder in folders),
+        sum(len(dirs) for dirs in every.values()),
+    )
     return 0
 
 
