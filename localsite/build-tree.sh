@@ -146,7 +146,12 @@ PATH=$here/wmake-needed:$PATH BUILD_NEEDED_LIBS=$prefix/needed-libs WM_CONTINUE_
     src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true
 for app in "${apps[@]}"; do
     say "$app"
-    wmake -j "$(nproc)" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
+    # An application with its own Allwmake builds a local library first (v2512's
+    # surfaceFeatureExtract: extractionMethod); wmake -all runs that Allwmake. Without one,
+    # -all would also build the folder's other solvers (simpleFoam: SRF, porous, overset).
+    all=()
+    [ -f "$app/Allwmake" ] && all=(-all)
+    wmake "${all[@]}" -j "$(nproc)" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
 done
 
 # 6. Everything the suite uses is there, or the build names what is missing.
