@@ -4,13 +4,17 @@ The cavity on 1, 2 and 4 nodes with 2 ranks per node, with the patched OpenFOAM:
   standard       default placement, OpenFOAM's own tree;
   global         default placement, rankmap's schedule for it (reductionSchedule.block);
   local+global   rankmap's placement and its schedule;
+  esi-nodecomms  default placement, ESI's own node-aware collectives (v2506 and later: the
+                 v2512 environments), its two-level path shown by the MPI calls;
 launched by srun (local+global: SLURM_HOSTFILE with --distribution=arbitrary) or by mpirun
 (local+global: rankmap's multi-host rankfile). rankmap runs inside the job and reads the
 allocation's hostnames. Before the solver, the same launch reports every rank's host and CPU
 set: the host must be the one the mapping gives; the core is checked only where the node's
 declared layout is the real one and the launcher binds (mpirun with a rankfile), and the
 perflog column ``core_binding`` says which. On an emulated partition the timings are labelled
-``emulated`` and carry no reference.
+``emulated`` and carry no reference. The solver runs under the MPI call counter
+(``reframe/src/mpicount``): the perflog gets the ``MPI_Allreduce``, ``MPI_Reduce`` and
+``MPI_Bcast`` calls summed over the ranks.
 """
 
 import reframe.utility.sanity as sn
@@ -25,17 +29,18 @@ from reframe.core.builtins import (
 )
 
 import reframe as rfm
-from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedCavityRanks
+from topofoam.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild, PreparedCavityRanks
 from topofoam.placed import PlacedRun
+from topofoam.sweepspace import ESI_NODECOMMS
 
 RANKS_PER_NODE = 2
 
 
 @rfm.simple_test
-class MultiNodeRun(PlacedRun):
+class MultiNodeRun(CountsMpiCalls, PlacedRun):
     """One placement variant and launcher on 1, 2 or 4 nodes."""
 
-    variant = parameter(["standard", "global", "local+global"])
+    variant = parameter(["standard", "global", "local+global", "esi-nodecomms"])
     launcher_kind = parameter(["srun", "mpirun"])
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     prepared = fixture(PreparedCavityRanks, scope="environment")
@@ -47,8 +52,15 @@ class MultiNodeRun(PlacedRun):
     time_limit = "10m"
     # After a node failure fewer nodes are up: fail clearly instead of pending for ever.
     max_pending_time = "2m"
+    counted = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast"]
     tags = {"multinode"}
     stage = "multinode"
+
+    @run_after("init")
+    def need_esi_nodecomms(self):
+        # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
+        if self.variant == "esi-nodecomms":
+            self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
 
     @run_after("setup")
     def set_layout(self):
@@ -71,8 +83,10 @@ class MultiNodeRun(PlacedRun):
 
     @run_before("run")
     def map_and_launch(self):
-        if self.variant == "standard":
+        if self.variant in ("standard", "esi-nodecomms"):
             self.add_prerun("place", 'scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.alloc')
+            if self.variant == "esi-nodecomms":
+                self.set_optimisation_switches(**ESI_NODECOMMS)
         else:
             self.rankmap_commands(self.topology, self.nodes)
             self.schedule_from(
@@ -105,6 +119,8 @@ class MultiNodeRun(PlacedRun):
         cores = sn.evaluate(self.expected_cores()) if self.core_binding == "verified" else None
         checks = self.placement_checks(sn.evaluate(self.expected_hosts()), cores)
         checks.append(self.assert_run())
-        if self.variant != "standard":
+        if self.variant in ("global", "local+global"):
             checks.append(self.schedule_reported())
+        if self.variant == "esi-nodecomms":
+            checks.append(self.nodecomms_reported(self.nodes, RANKS_PER_NODE))
         return sn.all(checks)

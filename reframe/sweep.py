@@ -21,7 +21,6 @@ partition is decided in one place, topofoam/sweepspace.py (the ``stage`` of each
 The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
 """
 
-import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after
 
 import reframe as rfm
@@ -115,23 +114,6 @@ class VariantRun(CountsMpiCalls, _Stage):
         # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
         if self.variant == "esi-nodecomms":
             self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
-
-    def nodecomms_reported(self):
-        """ESI's start-up lines and, where node communicators are in use, its two-level path
-        in the MPI calls: every rank reduces on its node (MPI_Reduce), only the nodes' leaders
-        all-reduce, so MPI_Reduce calls outnumber MPI_Allreduce calls (the standard run makes
-        next to no MPI_Reduce)."""
-        checks = [super().nodecomms_reported()]
-        if self.nodes > 1 and self.ppn > 1:
-            checks.append(
-                sn.assert_gt(
-                    self.calls("MPI_Reduce"),
-                    self.calls("MPI_Allreduce"),
-                    msg="ESI's two-level reductions were not taken: {0} MPI_Reduce calls, "
-                    "not more than {1} MPI_Allreduce calls",
-                )
-            )
-        return sn.all(checks)
 
 
 @rfm.simple_test

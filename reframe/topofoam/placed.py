@@ -9,6 +9,8 @@ the schedule check share.
 - ``probe_placement``: the solver's own launch first runs a probe that reports every rank's
   host and CPU set (placement.txt).
 - ``placement_checks``: the sanity assertions that every rank ran where it should.
+- ``schedule_reported``, ``nodecomms_reported``: our schedule, or ESI's node-aware
+  collectives, were on.
 """
 
 import sys
@@ -110,3 +112,36 @@ class PlacedRun(PreparedCaseRun):
             self.stdout,
             msg="the patched OpenFOAM did not report the schedule",
         )
+
+    def nodecomms_reported(self, nodes: int, ppn: int):
+        """ESI's node-aware collectives (esi-nodecomms) were on: its start-up lines
+        (topoControl 7, and node communicators in use wherever the layout has them: more than
+        one node, more than one rank on one) and there its two-level path in the MPI calls the
+        run counted (CountsMpiCalls): every rank reduces on its node (MPI_Reduce), only the
+        nodes' leaders all-reduce, so MPI_Reduce calls outnumber MPI_Allreduce calls (a
+        standard run makes next to no MPI_Reduce)."""
+        split = nodes > 1 and ppn > 1
+        checks = [
+            sn.assert_found(
+                r"^\s+topology controls\s+: \(broadcast reduce gather\)",
+                self.stdout,
+                msg="OpenFOAM did not report topoControl 7 (broadcast reduce gather)",
+            ),
+            sn.assert_found(
+                rf"^\s+node communication\s+: {'on' if split else 'off'} \[type=host\] "
+                rf"\({self.num_tasks} ranks, {nodes} nodes\)",
+                self.stdout,
+                msg=f"OpenFOAM did not report node communicators "
+                f"{'in use' if split else 'unused'} for {nodes} x {ppn} ranks",
+            ),
+        ]
+        if split:
+            checks.append(
+                sn.assert_gt(
+                    self.calls("MPI_Reduce"),
+                    self.calls("MPI_Allreduce"),
+                    msg="ESI's two-level reductions were not taken: {0} MPI_Reduce calls, "
+                    "not more than {1} MPI_Allreduce calls",
+                )
+            )
+        return sn.all(checks)

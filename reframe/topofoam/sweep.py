@@ -335,7 +335,7 @@ class SweepRun(PlacedRun):
         if self.variant in SCHEDULE_VARIANTS:
             checks.append(self.schedule_reported())
         if self.variant == "esi-nodecomms":
-            checks.append(self.nodecomms_reported())
+            checks.append(self.nodecomms_reported(self.nodes, self.ppn))
         reference = getattr(self, "standard_run", None)
         if reference is not None:
             checks.append(
@@ -344,27 +344,6 @@ class SweepRun(PlacedRun):
                 )
             )
         return sn.all(checks)
-
-    def nodecomms_reported(self):
-        """ESI's start-up lines: the node-aware collectives chosen, and node communicators in
-        use wherever the layout has them (more than one node, more than one rank on one)."""
-        split = self.nodes > 1 and self.ppn > 1
-        return sn.all(
-            [
-                sn.assert_found(
-                    r"^\s+topology controls\s+: \(broadcast reduce gather\)",
-                    self.stdout,
-                    msg="OpenFOAM did not report topoControl 7 (broadcast reduce gather)",
-                ),
-                sn.assert_found(
-                    rf"^\s+node communication\s+: {'on' if split else 'off'} \[type=host\] "
-                    rf"\({self.num_tasks} ranks, {self.nodes} nodes\)",
-                    self.stdout,
-                    msg=f"OpenFOAM did not report node communicators "
-                    f"{'in use' if split else 'unused'} for {self.nodes} x {self.ppn} ranks",
-                ),
-            ]
-        )
 
     @run_after("sanity")
     def keep_final_fields(self):

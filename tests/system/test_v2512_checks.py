@@ -1,8 +1,9 @@
 """The patched ESI v2512 environment through ./bench run, as OCI would run it: seed 000's
 variants side by side with ESI's own node-aware collectives (standard, esi-nodecomms, global,
-local+global) on cpu and on the emulated cluster, seed 001's solvers on hpcCavity3D (PCG beside
-ESI's PPCG and PPCR and our RePiPePCG), and the Open MPI 5 partition (ompi5). Skipped, saying
-why, without the cached v2512 build (tests/conftest.py: built_env)."""
+local+global) on cpu (the sweep's variants) and on the emulated cluster (the multi-node
+check), seed 001's solvers on hpcCavity3D (PCG beside ESI's PPCG and PPCR and our RePiPePCG),
+and the Open MPI 5 partition (ompi5). Skipped, saying why, without the cached v2512 build
+(tests/conftest.py: built_env)."""
 
 import csv
 import os
@@ -72,15 +73,19 @@ def test_pcg_ppcg_ppcr_and_repipepcg_on_cpu(on_cpu):
 
 @pytest.mark.skipif(not IS_ROOT, reason="the emulated cluster needs root")
 def test_esi_two_level_reductions_on_the_emulated_cluster(tmp_path_factory):
-    """Where nodes hold more than one rank, esi-nodecomms reduces on the node (MPI_Reduce on
-    every rank) and all-reduces between the nodes' leaders only; the standard run all-reduces
-    on every rank."""
-    results = v2512_run(tmp_path_factory, "emu", "^VariantRun")
-    rows = perflog(results, "emu", "VariantRun")
-    assert {r["variant"] for r in rows} == VARIANTS
-    split = [r for r in rows if int(r["nodes"]) > 1 and int(r["ppn"]) > 1]
-    assert split, "no layout with node communicators"
-    for r in split:
+    """The multi-node check on 1, 2 and 4 emulated nodes of 2 ranks: where there is more
+    than one node, esi-nodecomms reduces on the node (MPI_Reduce on every rank) and
+    all-reduces between the nodes' leaders only; the standard run all-reduces on every rank.
+    standard, esi-nodecomms, global and local+global side by side, by srun and by mpirun."""
+    results = v2512_run(tmp_path_factory, "emu", "^MultiNodeRun")
+    rows = [r for r in perflog(results, "emu", "MultiNodeRun") if r["result"] == "pass"]
+    assert {(r["variant"], r["launcher_kind"]) for r in rows} == {
+        (v, launcher) for v in VARIANTS for launcher in ("srun", "mpirun")
+    }
+    assert {int(r["nodes"]) for r in rows} == {1, 2, 4}
+    for r in rows:
+        if int(r["nodes"]) == 1:
+            continue
         if r["variant"] == "esi-nodecomms":
             assert int(r["reduce_value"]) > int(r["allreduce_value"]), r
         if r["variant"] == "standard":

@@ -496,6 +496,13 @@ class Builder:
             "and rank per node).",
             ("allreduce", "reduce", "bcast"),
         ),
+        (
+            "multinode",
+            "the multi-node check's variants, on 1, 2 and 4 nodes with 2 ranks each: ESI's "
+            "two-level path (esi-nodecomms) shows as MPI_Reduce calls outnumbering "
+            "MPI_Allreduce calls wherever there is more than one node.",
+            ("allreduce", "reduce", "bcast"),
+        ),
     )
 
     def mpi_calls(self, groups: list[Group]):
