@@ -91,6 +91,17 @@ def test_esi_two_level_reductions_on_the_emulated_cluster(tmp_path_factory):
         if r["variant"] == "standard":
             assert int(r["reduce_value"]) < int(r["allreduce_value"]), r
     assert {r["timing"] for r in rows} == {"emulated"}
+    # The report's call table has the four variants side by side, by each launcher.
+    md = (results / "report" / "local" / "report.md").read_text().split("\n")
+    start = next(i for i, line in enumerate(md) if line.startswith("*the multi-node check's"))
+    shown = set()
+    for line in md[start + 4 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        assert cells[0] == "emu (emulated)", line
+        shown.add(cells[3])
+    assert shown == {f"{v}, {launcher}" for v in VARIANTS for launcher in ("srun", "mpirun")}
 
 
 @pytest.mark.skipif(

@@ -538,7 +538,9 @@ class Builder:
                     g.key[0] + (" (emulated)" if g.get("timing") == "emulated" else ""),
                     f"{g.get('case')} ({size(g.get('size'))})",
                     f"{g.get('nodes')}x{analysis.ppn_of(g)}",
-                    analysis.label(g),
+                    # The multi-node check runs each variant by srun and by mpirun.
+                    analysis.label(g)
+                    + (f", {g.get('launcher_kind')}" if g.get("stage") == "multinode" else ""),
                     fmt(g.value(analysis.metric(g))),
                 ]
                 + [calls(g.value(k)) for k in counted]
