@@ -195,7 +195,8 @@ def test_reduction_schedule_check(tmp_path):
 @pytest.mark.skipif(not IS_ROOT, reason="the emulated cluster needs root")
 def test_multinode_check_on_the_emulated_cluster(tmp_path):
     """1, 2 and 4 nodes x 2 ranks, three variants, srun and mpirun: every rank on the host
-    its mapping gives, timings labelled emulated, cores verified only where they can be."""
+    its mapping gives, timings labelled emulated, cores verified only where they can be, the
+    MPI calls counted."""
     env = dict(
         os.environ,
         TOPOFOAM_RESULTS=str(tmp_path),
@@ -205,7 +206,8 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
     )
     done = bench_cli("run", "--partition", "emu", "--tag", "multinode", env=env, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "local:emu: 22/22 test cases passed" in done.stdout
+    # 18 runs, 3 prepared cases, the patched build and the MPI call counter's build
+    assert "local:emu: 23/23 test cases passed" in done.stdout
     rows = read_perflog(tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log")
     assert sorted((r["variant"], r["launcher_kind"], r["nodes"]) for r in rows) == sorted(
         (v, k, n)
@@ -215,6 +217,8 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
     )
     for r in rows:
         assert (r["result"], r["timing"]) == ("pass", "emulated")
+        # Counted under srun and mpirun alike; v1912 has no node-aware reductions.
+        assert int(r["allreduce_value"]) > 0 and int(r["reduce_value"]) == 0, r
         verified = r["variant"] == "local+global" and r["launcher_kind"] == "mpirun"
         assert r["core_binding"] == ("verified" if verified else "not verifiable on this partition")
         log = (Path(r["outputdir"]) / "rfm_job.out").read_text()
