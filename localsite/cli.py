@@ -30,7 +30,7 @@ from localsite import facts, flavours, openfoam, strays
 from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
-from topofoam import paths, resume
+from topofoam import paths, resume, settings
 
 PARTITIONS = ("cpu", "slurm", "emu", "ompi5")
 #: What runs unless --partition says otherwise; ompi5 (Open MPI 5, site-configs/local.py) joins
@@ -252,6 +252,7 @@ def _hold_results(results: Path):
 
 
 def run(args: argparse.Namespace) -> int:
+    settings.check_all()  # a setting outside its domain stops the run before it starts
     started = time.monotonic()
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
     results = paths.results_dir()
@@ -618,6 +619,9 @@ def main(argv: list[str] | None = None) -> int:
     except SlurmError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
+    except settings.SettingError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130

@@ -33,7 +33,7 @@ from localsite.slurm import (
     spool_dir,
     terminate,
 )
-from topofoam import paths
+from topofoam import paths, settings
 
 #: What each emulated node declares: the layout rankmap and the checks see. It may exceed the
 #: real cores; binding is then not applied (TaskPlugin=task/none), and checks say so.
@@ -87,9 +87,9 @@ class EmulatedCluster(SlurmDaemons):
         super().__init__()
         self.nodes = nodes
         self.root = Path(root or paths.run_dir() / "cluster").resolve()
-        self.subnet = subnet or os.environ.get("TOPOFOAM_EMU_SUBNET", "10.77.0")
+        self.subnet = subnet or settings.subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
         self.layout = layout
-        self.ctld_port = port or int(os.environ.get("TOPOFOAM_EMU_SLURMCTLD_PORT", 6817))
+        self.ctld_port = port or settings.port("TOPOFOAM_EMU_SLURMCTLD_PORT", 6817)
         self.slurmd_port = self.ctld_port + 1
         tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:4]
         self.bridge = f"tfb{tag}"

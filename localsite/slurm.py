@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import paths, settings
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 
@@ -318,8 +318,8 @@ class LocalSlurm(SlurmDaemons):
     ):
         super().__init__()
         self.root = Path(root or paths.run_dir() / "slurm").resolve()
-        self.ctld_port = ctld_port or int(os.environ.get("TOPOFOAM_SLURMCTLD_PORT", 6817))
-        self.slurmd_port = slurmd_port or int(os.environ.get("TOPOFOAM_SLURMD_PORT", 6818))
+        self.ctld_port = ctld_port or settings.port("TOPOFOAM_SLURMCTLD_PORT", 6817)
+        self.slurmd_port = slurmd_port or settings.port("TOPOFOAM_SLURMD_PORT", 6818)
         self.hostname = hostname or socket.gethostname().split(".")[0]
         self.conf = self.root / "slurm.conf"
         self.log_dir = self.root / "log"

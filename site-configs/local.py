@@ -42,7 +42,7 @@ import sitekit.common
 from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
 from localsite.facts import FactsError, load
 from localsite.slurm import LocalSlurm
-from topofoam import paths
+from topofoam import paths, settings
 
 # What ./bench found out about this machine (processor, cores, NUMA nodes, build folders).
 try:
@@ -57,7 +57,7 @@ def _compare_cases() -> list[str]:
     """The cases the timed comparisons run on here (the sweeps and seed 001 on cpu and
     slurm): one per kind, so that 5 repeats fit the main job's budget. TOPOFOAM_COMPARE=all
     (``./bench run --compare-all``) runs them on every case, as a cluster site does."""
-    if os.environ.get("TOPOFOAM_COMPARE") == "all":
+    if settings.compare() == "all":
         return []
     # laplacianFoam: plain CG, the reduction-bound case of seed 000's variants; motorbike:
     # seed 002's tuning case; hpcCavity3D and damBreak2D: seed 001's PCG and MULES cases.
@@ -67,17 +67,16 @@ def _compare_cases() -> list[str]:
 def _repeats() -> int:
     """Repeats of every timed comparison on cpu: TOPOFOAM_REPEATS (``./bench run --repeats``),
     default 5 (4 a side is the fewest with which Mann-Whitney can find anything at 5 %)."""
-    text = os.environ.get("TOPOFOAM_REPEATS", "5")
-    if not text.isdigit() or int(text) < 1:
-        sys.exit(
-            f"site-configs/local.py: TOPOFOAM_REPEATS is {text!r} -- give a whole number of "
-            f"repeats, 1 or more (5 by default)"
-        )
-    return int(text)
+    return settings.repeats()
 
 
-_slurm = LocalSlurm()
-_emu = EmulatedCluster()
+try:
+    _slurm = LocalSlurm()
+    _emu = EmulatedCluster()
+    _compare = _compare_cases()
+    _repeat_count = _repeats()
+except settings.SettingError as e:
+    sys.exit(f"site-configs/local.py: {e}")
 
 # Open MPI's mpirun refuses root unless told; containers and CI machines often run as root.
 # mca_base_env_list forwards the library path to every rank, on any host. It warns about
@@ -126,8 +125,8 @@ _sweep = {
     "mpi": "openmpi4",
     # Every timed comparison is repeated this often and compared by its medians
     # (topofoam.results.stats).
-    "repeats": _repeats(),
-    "compare_cases": _compare_cases(),
+    "repeats": _repeat_count,
+    "compare_cases": _compare,
     # Time steps of the compared runs at the ci size, instead of its own: about 2 to 3 s of
     # solver time each on 2 ranks here, where the ci size's own steps take 0.3 to 1.4 s, MPI
     # start-up a good part of it (ExecutionTime per CaseRun, 2026-11-22: laplacianFoam 0.93 s

@@ -23,16 +23,32 @@ from topofoam.results import perflog
 from topofoam.results.merge import robust
 
 
-def table(perflogs: Path) -> list[dict]:
+def table(perflogs: Path, notes: list[str] | None = None) -> list[dict]:
+    """The rows of the latency table; what of the perflogs was left out, and why, is added to
+    ``notes`` (rows rejected by the reader, rows without a known hardware level)."""
     times = defaultdict(list)  # (partition, size, level) -> [us]
     logs = perflog.read_system(perflogs, checks=("PingPongRun",))
+    unknown: dict[str, int] = defaultdict(int)
     for row in logs.rows:
         if row.get("result") != "pass":
             continue
+        level = row.get("level")
+        if level not in LEVELS:
+            unknown[repr(level) if level else "none"] += 1
+            continue
         part = f"{row['system']}:{row['partition']}"
         for key, value in row.items():
-            if key.startswith("rtt_") and isinstance(value, float):
-                times[part, int(key[len("rtt_") :]), row["level"]].append(value)
+            size = key[len("rtt_") :]
+            if key.startswith("rtt_") and size.isdigit() and isinstance(value, float):
+                times[part, int(size), level].append(value)
+    if notes is not None:
+        notes += logs.notes
+        if unknown:
+            notes.append(
+                f"{perflogs}: {sum(unknown.values())} passed PingPongRun row(s) name no known "
+                f"hardware level ({', '.join(f'{k}: {n}' for k, n in sorted(unknown.items()))}; "
+                f"the levels are {', '.join(LEVELS)}); left out"
+            )
     rows = {}
     for (part, size, level), values in sorted(times.items()):
         row = rows.setdefault(
@@ -49,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("perflogs", type=Path, help="one system's perflog folder")
     parser.add_argument("--out", type=Path, required=True, help="CSV table to write")
     args = parser.parse_args(argv)
-    rows = table(args.perflogs) if args.perflogs.is_dir() else []
+    notes: list[str] = []
+    rows = table(args.perflogs, notes) if args.perflogs.is_dir() else []
+    for note in notes:
+        print(f"p2p: left out: {note}", file=sys.stderr)
     if not rows:
         print(
             f"p2p: no passed PingPongRun rows under {args.perflogs} -- run "

@@ -50,6 +50,7 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
     """Fold every stage found under ``perflogs`` into ``tuning``; what was decided, and
     what of the perflogs could not be read."""
     logs = perflog.read_system(perflogs)
+    notes = list(logs.notes)
     said = []
     by_partition = defaultdict(list)
     for row in logs.rows:
@@ -59,6 +60,15 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
         for stage in TUNED:
             decides, groups = STAGES[stage]
             staged = [r for r in rows if r.get("stage") == stage]
+            lacking = [r for r in staged if any(r.get(c) is None for c in decides + groups)]
+            if lacking:
+                columns = sorted({c for r in lacking for c in decides + groups if r.get(c) is None})
+                notes.append(
+                    f"{partition} {stage}: {len(lacking)} row(s) without "
+                    f"{', '.join(columns)} (a perflog of another check or an older suite); "
+                    f"they decide nothing"
+                )
+                staged = [r for r in staged if r not in lacking]
             for group, (settings, reason) in best(staged, decides, groups).items():
                 if stage == "inter1":  # one preset per node count
                     entry.setdefault("ucx_inter", {})[str(group[0])] = settings["ucx_inter"]
@@ -70,7 +80,7 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
                     + (f" at {groups[0]}={group[0]}" if groups else "")
                     + f" -- {reason}"
                 )
-    return said, logs.notes
+    return said, notes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -234,9 +234,17 @@ def test_partial_and_mixed_version_perflogs(tmp_path):
     results = tmp_path / "results"
     new = write_cluster_perflog(results)
     lines = new.read_text().splitlines()
-    # the older version had no 'coll' column
+    # the older version had no 'coll' column; its runs are others (ended a year before)
     drop = lines[0].split("|").index("coll")
-    old = ["|".join(c for i, c in enumerate(line.split("|")) if i != drop) for line in lines[:11]]
+    unix = lines[0].split("|").index("job_completion_time_unix")
+
+    def older(line):
+        cells = line.split("|")
+        if cells[unix].isdigit():
+            cells[unix] = str(int(cells[unix]) - 365 * 86400)
+        return "|".join(c for i, c in enumerate(cells) if i != drop)
+
+    old = [older(line) for line in lines[:11]]
     (new.parent / "VariantRun.log.h0").write_text("\n".join(old) + "\n")
     new.write_text("\n".join(lines) + "\n" + lines[5][:40] + "\n")  # cut by a crash
     (new.parent / "Intra1Run.log").write_text("not|a|perflog\n1|2|3\n")

@@ -74,15 +74,16 @@ def test_rows_are_typed_and_units_kept(tmp_path):
 
 
 def test_what_is_not_a_run_is_never_a_row(tmp_path):
-    """A line cut by a crash, the header repeated by concatenation and a --dry-run's pass
-    without values are left out, each said once."""
+    """A line cut by a crash, the header repeated by concatenation (and the copy of a run
+    it brings) and a --dry-run's pass without values are left out, each said once."""
     good = line(wall_value=12.7)
     cut = line(ppn=2, wall_value=1.0)[:-25]
     header = "|".join(COLUMNS)
     dry = line(ppn=4, wall_value="")
     path = write_log(tmp_path, "Intra1Run", [good, cut, header, good, dry, ""])
     logs = perflog.read_system(tmp_path / "perflogs" / "oci")
-    assert [r["wall"] for r in logs.rows] == [12.7, 12.7]
+    assert [r["wall"] for r in logs.rows] == [12.7]
+    assert logs.merged == 1
     assert logs.notes == [
         f"{path}: 1 line(s) do not match the header's {len(COLUMNS)} columns and were left "
         f"out (a line cut by a crash, or edited by hand)",
@@ -90,6 +91,8 @@ def test_what_is_not_a_run_is_never_a_row(tmp_path):
         f"those lines were skipped",
         f"{path}: 1 passed row(s) without any measured value were left out (written by a "
         f"--dry-run, where nothing ran)",
+        "1 copied row(s) of runs already read were merged: every run counts once (logs "
+        "concatenated or copied)",
     ]
 
 

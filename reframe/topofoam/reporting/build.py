@@ -8,15 +8,15 @@ empty or partial perflog gives a partial report with notes, and failed runs are 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from topofoam.reporting import analysis, figures, published
 from topofoam.reporting.collect import Collection, collect
 from topofoam.reporting.document import Document, Figure, Section, Table, markdown, page
+from topofoam.results import perflog, stats
 from topofoam.results import stages as kinds
-from topofoam.results import stats
 from topofoam.results.merge import RULE, Group, group
 
 
@@ -77,6 +77,17 @@ def _emulated(key_or_group) -> bool:
     return "emulated" in str(key_or_group)
 
 
+def _screened(coll: Collection) -> str:
+    """What the reader kept out of every statistic, said where the runs are counted."""
+    said = ""
+    if coll.rejected:
+        counts = Counter(reason for _, reason in coll.rejected)
+        said += f"; {perflog.rejection_note(counts)}, left out of every statistic"
+    if coll.merged:
+        said += f"; {coll.merged} copied row(s) of one run merged, so each run counts once"
+    return said
+
+
 class Builder:
     def __init__(self, results: Path, system: str, out: Path, images: bool, say):
         self.results, self.system, self.out, self.images, self.say = (
@@ -102,7 +113,9 @@ class Builder:
             f"{', '.join(parts) or 'none'}"
             + (f", ended {since} or later" if since else ", all recorded")
             + f", from {self.results / 'perflogs' / self.system} "
-            f"and the run reports in {self.results / 'reframe' / 'reports'}.",
+            f"and the run reports in {self.results / 'reframe' / 'reports'}"
+            + _screened(coll)
+            + ".",
             f"One row per run, every parameter a column: {table}.",
             f"Merging repeats: {RULE}. {stats.METHOD} Times are the solver's wall time (the "
             f"`wall` performance variable; OpenFOAM's ExecutionTime where a check "

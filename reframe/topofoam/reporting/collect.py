@@ -47,6 +47,8 @@ class Collection:
     rows: list[dict] = field(default_factory=list)
     perf: dict[str, str] = field(default_factory=dict)  # performance variable -> unit
     notes: list[str] = field(default_factory=list)
+    rejected: list[tuple[dict, str]] = field(default_factory=list)  # (row, why): no statistic
+    merged: int = 0  # copies of rows of runs already read
 
     def columns(self) -> list[str]:
         seen = {k for row in self.rows for k in row}
@@ -149,6 +151,7 @@ def collect(results: Path, system: str, since: str = "") -> Collection:
     coll = Collection(system)
     logs = perflog.read_system(results / "perflogs" / system, system)
     coll.rows, coll.notes, coll.perf = logs.rows, logs.notes, logs.units
+    coll.rejected, coll.merged = logs.rejected, logs.merged
     if since:
         coll.rows = [r for r in coll.rows if (r.get("time") or "") >= since]
     add_failures(coll, results / "reframe" / "reports", since)

@@ -13,26 +13,29 @@ What is not a run is never a row, and is said in ``notes``:
   - a performance check's row that claims to have passed but holds no value (a
     ``--dry-run`` writes such rows: nothing ran; the suite's site files send them to
     ``perflogs-dry-run/`` in the first place).
+
+What is a row but cannot be a measurement is *rejected* with a reason (topofoam.results.values:
+a time that is NaN, infinite, negative or zero; a node count that is not a whole number...):
+it enters no statistic, and ``notes`` counts the rejections by reason.
+
+Every run counts once. A row's identity is ReFrame's: the test case's hash code, partition,
+environment, job id and completion time (``run_identity``); rows logged without those are
+identified by their whole line. Exact copies of one run's row (logs concatenated, a file
+copied beside itself) are merged into one, with a note; two different rows claiming to be
+the same run are both rejected.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Columns turned into integers (besides the performance values, which are floats).
-INTEGER = (
-    "nodes",
-    "ppn",
-    "num_tasks",
-    "num_tasks_per_node",
-    "expected_cells",
-    "expected_steps",
-    "write_every",
-)
-#: Columns turned into floats.
-FLOAT = ("node_hour_price",)
+from topofoam.results import values
+
+#: The columns that identify one run (ReFrame's test case and job), besides the check.
+IDENTITY = ("partition", "environ", "hashcode", "jobid", "job_completion_time_unix")
 #: How an empty value is written.
 EMPTY = ("", "None", "null")
 #: A perflog file: ``<Check>.log`` or an older column set's ``<Check>.log.hN``.
@@ -41,11 +44,18 @@ FILE = re.compile(r"^(?P<check>\w+)\.log(\.h\d+)?$")
 
 @dataclass
 class Perflogs:
-    """The rows read, what could not be read, and each performance variable's unit."""
+    """The rows read, what could not be read, each performance variable's unit, and the
+    rows rejected (row, reason) with the copies merged."""
 
     rows: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     units: dict[str, str] = field(default_factory=dict)
+    rejected: list[tuple[dict, str]] = field(default_factory=list)
+    merged: int = 0
+
+    def rejections(self) -> Counter:
+        """Rejected rows by reason."""
+        return Counter(reason for _, reason in self.rejected)
 
 
 def _number(text: str):
@@ -55,14 +65,20 @@ def _number(text: str):
         return None
 
 
-def _typed(key: str, value: str):
-    if value in EMPTY:
-        return None
-    if key in INTEGER and _number(value) is not None:
-        return int(float(value))
-    if key in FLOAT:
-        return _number(value)
-    return value
+def run_identity(row: dict, line: str) -> tuple:
+    """What makes ``row`` one run: ReFrame's test case and job columns where the row has
+    them, else its whole line."""
+    ids = tuple(row.get(k) for k in IDENTITY)
+    if row.get("hashcode") and (row.get("jobid") or row.get("job_completion_time_unix")):
+        return (row["system"], row["check"], *ids)
+    return (row["system"], row["check"], row["partition"], line)
+
+
+def rejection_note(counts: Counter) -> str:
+    """'3 row(s) rejected: wall is NaN (2), wall is negative (1)'."""
+    total = sum(counts.values())
+    said = ", ".join(f"{reason} ({n})" for reason, n in counts.most_common())
+    return f"{total} row(s) rejected: {said}"
 
 
 def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "") -> None:
@@ -94,13 +110,13 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
         if line == header_line:
             repeated += 1
             continue
-        values = line.split("|")
-        if len(values) == len(header) + 1 and values[-1] == "":
-            values.pop()  # a trailing separator
-        if len(values) != len(header):
+        fields = line.split("|")
+        if len(fields) == len(header) + 1 and fields[-1] == "":
+            fields.pop()  # a trailing separator
+        if len(fields) != len(header):
             cut += 1
             continue
-        raw = dict(zip(header, values))
+        raw = dict(zip(header, fields))
         row = {
             "system": raw.get("system") or system,
             "partition": raw.get("partition") or partition,
@@ -109,6 +125,7 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
             "source": f"{path.name}:{number}",
         }
         measured = False
+        invalid = None
         for key, value in raw.items():
             if key in ("system", "partition"):
                 continue
@@ -117,15 +134,32 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
                     out.units[key[:-5]] = value
                 continue
             if key.endswith("_value"):
-                number_ = None if value in EMPTY else _number(value)
-                row[key[:-6]] = number_
+                metric = key[:-6]
+                out.units.setdefault(metric, "")
+                if value in EMPTY:
+                    row[metric] = None
+                    continue
+                number_ = _number(value)
+                if number_ is None:
+                    invalid = invalid or f"{metric} is {value!r}, not a number"
+                else:
+                    unit = raw.get(f"{metric}_unit", "")
+                    invalid = invalid or values.performance(metric, unit, number_)
+                row[metric] = number_
                 measured |= number_ is not None
-                out.units.setdefault(key[:-6], "")
                 continue
-            row[key] = _typed(key, value)
-        if row.get("result") == "pass" and not measured and performance:
+            if value in EMPTY:
+                row[key] = None
+                continue
+            row[key], why = values.column(key, value)
+            invalid = invalid or why
+        if row.get("result") == "pass" and not measured and performance and not invalid:
             empty += 1
             continue
+        if invalid:
+            out.rejected.append((row, invalid))
+            continue
+        row["_identity"] = run_identity(row, f"{header_line}\n{line}")
         out.rows.append(row)
     if cut:
         out.notes.append(
@@ -157,7 +191,41 @@ def read_system(root: Path, system: str = "", *, checks: tuple[str, ...] = ()) -
             match = FILE.match(path.name)
             if match and (not checks or match["check"] in checks):
                 read_file(path, out, system=system or root.name, partition=part.name)
+    merge_copies(out)
+    if out.rejected:
+        out.notes.append(
+            f"{root}: {rejection_note(out.rejections())}; they enter no statistic "
+            f"(their files: {', '.join(sorted({r['source'].split(':')[0] for r, _ in out.rejected}))})"
+        )
     return out
+
+
+def _content(row: dict) -> tuple:
+    """A row's values but where it was read from."""
+    return tuple(sorted((k, repr(v)) for k, v in row.items() if k not in ("source", "_identity")))
+
+
+def merge_copies(out: Perflogs) -> None:
+    """One row per run (see the module's text): exact copies merged, conflicting rows of one
+    run rejected."""
+    by_run: dict[tuple, list[dict]] = {}
+    for row in out.rows:
+        by_run.setdefault(row.pop("_identity"), []).append(row)
+    kept = []
+    for rows in by_run.values():
+        if len({_content(r) for r in rows}) > 1:
+            for row in rows:
+                out.rejected.append((row, "one run logged twice with different values"))
+            continue
+        kept.append(rows[0])
+        if len(rows) > 1:
+            out.merged += len(rows) - 1
+    out.rows = kept
+    if out.merged:
+        out.notes.append(
+            f"{out.merged} copied row(s) of runs already read were merged: every run counts "
+            f"once (logs concatenated or copied)"
+        )
 
 
 def passed(rows: list[dict], metric: str) -> list[dict]:

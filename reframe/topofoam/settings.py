@@ -1,0 +1,97 @@
+"""The suite's settings variables (TOPOFOAM_*), each read against its domain in one place.
+
+A variable that is unset or empty takes its default. A value outside the domain is refused
+with the values it takes; it is never taken as unset, since a run with a setting the user
+did not mean is a run whose numbers answer another question. (The folders, TOPOFOAM_RESULTS,
+TOPOFOAM_CACHE and the like, are read in topofoam.paths: any path is a path.)
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+
+class SettingError(ValueError):
+    """A settings variable outside its domain; the message names it and the fix."""
+
+
+def _text(name: str) -> str | None:
+    text = os.environ.get(name, "").strip()
+    return text or None
+
+
+def choice(name: str, allowed: dict[str, str], default: str) -> str:
+    """One of ``allowed`` (value -> what it means)."""
+    text = _text(name)
+    if text is None:
+        return default
+    if text not in allowed:
+        said = "; ".join(f"{k}: {v}" for k, v in allowed.items())
+        raise SettingError(
+            f"{name}={text!r} is not a value it takes -- give one of {said} (or unset it: "
+            f"{default})"
+        )
+    return text
+
+
+def whole(name: str, default: int, least: int = 1, most: int | None = None) -> int:
+    """A whole number in [least, most]."""
+    text = _text(name)
+    if text is None:
+        return default
+    if not text.isdigit() or int(text) < least or (most is not None and int(text) > most):
+        bounds = f"{least} to {most}" if most is not None else f"{least} or more"
+        raise SettingError(
+            f"{name}={text!r} is not a whole number {bounds} -- give one (or unset it: {default})"
+        )
+    return int(text)
+
+
+def port(name: str, default: int) -> int:
+    """A TCP port a daemon of ours can listen on (unprivileged ports are allowed too)."""
+    return whole(name, default, 1, 65535)
+
+
+def subnet(name: str, default: str) -> str:
+    """The first three octets of a private /24 (10.x.y, 172.16-31.x, 192.168.x): the
+    emulated cluster's addresses must never reach outside the machine."""
+    text = _text(name)
+    if text is None:
+        return default
+    try:
+        net = ipaddress.ip_network(f"{text}.0/24")
+    except ValueError:
+        net = None
+    if net is None or not net.is_private or net.is_loopback or text.count(".") != 2:
+        raise SettingError(
+            f"{name}={text!r} is not the first three octets of a private /24 -- give e.g. "
+            f"10.77.0 or 192.168.77 (or unset it: {default})"
+        )
+    return text
+
+
+# -- the variables -------------------------------------------------------------------------
+
+
+def compare() -> str:
+    """TOPOFOAM_COMPARE: which cases the local site's timed comparisons run on."""
+    return choice("TOPOFOAM_COMPARE", {"all": "every case", "kinds": "one case per kind"}, "kinds")
+
+
+def repeats() -> int:
+    """TOPOFOAM_REPEATS: repeats of every timed comparison on the local cpu partition."""
+    return whole("TOPOFOAM_REPEATS", 5)
+
+
+def check_all() -> None:
+    """Refuse, before anything starts, any settings variable outside its domain."""
+    compare()
+    repeats()
+    for name, default in (
+        ("TOPOFOAM_SLURMCTLD_PORT", 6817),
+        ("TOPOFOAM_SLURMD_PORT", 6818),
+        ("TOPOFOAM_EMU_SLURMCTLD_PORT", 6817),
+    ):
+        port(name, default)
+    subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
