@@ -67,9 +67,31 @@ def hosts_for(args, nodes: int) -> list[str]:
         raise InputError(
             "no hosts: run inside a Slurm allocation (SLURM_JOB_NODELIST) or give --hosts h1,h2,..."
         )
+    where = "--hosts" if args.hosts else "SLURM_JOB_NODELIST"
+    check_hosts(hosts, where)
     if len(hosts) < nodes:
         raise InputError(f"{nodes} nodes need {nodes} hosts, got {len(hosts)}: {hosts}")
     return hosts[:nodes]
+
+
+HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+
+def check_hosts(hosts: list[str], where: str) -> None:
+    """Every host named once, by a valid name: a name given twice would put two nodes' ranks
+    on the same cores of one host, an empty one a rank on no host."""
+    bad = [h for h in hosts if not HOSTNAME.match(h)]
+    if bad:
+        raise InputError(
+            f"{where} holds {'an empty host name' if bad[0] == '' else f'the host name {bad[0]!r}'}"
+            f" -- give host names separated by single commas, e.g. --hosts n1,n2"
+        )
+    twice = sorted({h for h in hosts if hosts.count(h) > 1})
+    if twice:
+        raise InputError(
+            f"{where} names {', '.join(twice)} more than once, which would put two nodes' "
+            f"ranks on one host's cores -- name each host once"
+        )
 
 
 def _progress(done: int, total: int) -> None:
