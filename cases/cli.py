@@ -188,3 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     except CaseError as e:
         print(f"cases: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # prepare() removed its unfinished folder: the cache holds only finished cases
+        print("cases: interrupted; no unfinished case was kept", file=sys.stderr)
+        return 130

@@ -28,8 +28,11 @@ from cases.catalog import Case
 from cases.errors import CaseError
 from cases.sizes import Resolved, background_cells, get_case, resolve
 from cases.template import render, template_files
+from topofoam import contents
 
 METHODS_WITH_N = ("simple", "hierarchical")
+#: decomposePar methods a case can be prepared with (those both flavours build here).
+METHODS = ("scotch", "simple", "hierarchical", "random", "metis", "kahip")
 META = "case.json"
 
 
@@ -166,18 +169,14 @@ def prepare(
         return Prepared.load(final)
 
 
-#: Every file of a prepared case and its size, written last: a cached case whose files no
-#: longer match (a file cut short, removed or edited) is prepared again, not run.
+#: Every file of a prepared case, its size and the SHA-256 of its content, written last: a
+#: cached case whose files no longer match (a file cut short, removed, edited or damaged in
+#: place at the same size) is prepared again, not run.
 MANIFEST = "files.json"
 
 
 def _write_manifest(folder: Path) -> None:
-    files = {
-        str(path.relative_to(folder)): path.stat().st_size
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and path.name != MANIFEST
-    }
-    (folder / MANIFEST).write_text(json.dumps(files, indent=0) + "\n")
+    contents.record(folder, folder.rglob("*"), folder / MANIFEST)
 
 
 def damaged(folder: Path) -> str | None:
@@ -186,23 +185,15 @@ def damaged(folder: Path) -> str | None:
         Prepared.load(folder)
     except CaseError:
         return f"no readable {META}"
-    try:
-        files = json.loads((folder / MANIFEST).read_text())
-        if not isinstance(files, dict):
-            raise ValueError
-    except (OSError, ValueError):
-        return f"no readable {MANIFEST}"
-    for rel, size in files.items():
-        try:
-            have = (folder / rel).stat().st_size
-        except OSError:
-            return f"{rel} is missing"
-        if have != size:
-            return f"{rel} has {have} bytes, {size} when it was prepared"
-    return None
+    return contents.damaged(folder, folder / MANIFEST)
 
 
 def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
+    if request.method not in METHODS:
+        raise CaseError(
+            f"unknown decomposition method {request.method!r} -- choose from "
+            f"{', '.join(METHODS)} (--method)"
+        )
     if request.subdomains < 1:
         raise CaseError(f"subdomains must be at least 1, not {request.subdomains}")
     if case.mesher == "blockMesh":
@@ -225,6 +216,14 @@ def _openfoam_identity(env: dict) -> str:
         raise CaseError(
             "blockMesh is not on PATH -- load an OpenFOAM environment first "
             "(Debian: WM_PROJECT_DIR=/usr/share/openfoam, or use './bench cases')"
+        )
+    project = env.get("WM_PROJECT_DIR", "")
+    if not project or not (Path(project) / "etc" / "controlDict").is_file():
+        # Every utility would stop at its first look-up: say so before meshing starts.
+        raise CaseError(
+            f"WM_PROJECT_DIR={project or '(unset)'} holds no OpenFOAM installation "
+            f"(no etc/controlDict) -- point it at the OpenFOAM folder (Debian: "
+            f"/usr/share/openfoam), or load that OpenFOAM's environment"
         )
     real = Path(exe).resolve()
     return f"{real}:{real.stat().st_mtime_ns}:{env.get('WM_PROJECT_DIR', '')}"
@@ -282,6 +281,12 @@ def _run(app: str, args: list[str], case_dir: Path, env: dict, step: str) -> str
         raise CaseError(f"{step}: {app} is not on PATH -- load an OpenFOAM environment") from None
     with open(log, "a") as f:
         f.write(done.stdout)
+    if "dummyScotchDecomp" in done.stdout:
+        raise CaseError(
+            f"{step}: this OpenFOAM's SCOTCH decomposition library is a stub (Debian's "
+            f"libscotchDecomp; see {_failed_path(log)}) -- run through './bench cases', "
+            f"which loads the real one, or give --method hierarchical"
+        )
     if done.returncode != 0 or "FOAM FATAL" in done.stdout:
         tail = "\n".join(done.stdout.strip().splitlines()[-12:])
         raise CaseError(

@@ -43,14 +43,25 @@ elapsed() { local t=$((SECONDS - started)); printf '%d min %02d s' $((t / 60)) $
 say() { echo "build-tree: $* ($(elapsed))" >&2; }
 
 # 1. The tree, extracted once (an interrupted extraction starts that step again).
+#    An archive that is damaged or of another release stops here, naming the archive, and
+#    leaves no build folder behind (nothing was built in it yet).
+unusable() { rm -rf "$prefix"; die "$@"; }
 if [ ! -f "$prefix/.extracted" ]; then
+    say "checking $(basename "$archive")"
+    gzip -t "$archive" 2>/dev/null \
+        || unusable "$archive is damaged or cut short (gzip -t fails) -- copy it again from the source mirror"
     say "extracting $(basename "$archive")"
     rm -rf "$tree"
     mkdir -p "$tree"
     # Whatever the archive calls its top folder (a mirror's OpenFOAM-12, GitHub's
     # OpenFOAM-12-version-12), the tree is PREFIX/TOP.
-    tar -xzf "$archive" -C "$tree" --strip-components=1
-    [ -f "$tree/etc/bashrc" ] || die "$archive has no etc/bashrc in its top folder -- is it the right release?"
+    tar -xzf "$archive" -C "$tree" --strip-components=1 2>/dev/null \
+        || unusable "$archive cannot be extracted (tar fails) -- copy it again from the source mirror"
+    [ -f "$tree/etc/bashrc" ] || unusable "$archive has no etc/bashrc in its top folder -- is it an OpenFOAM source archive?"
+    want=${top#OpenFOAM-}
+    found=$(sed -n 's/^export WM_PROJECT_VERSION=\([^ ]*\).*/\1/p' "$tree/etc/bashrc" | head -1)
+    [ "$found" = "$want" ] \
+        || unusable "$archive holds OpenFOAM ${found:-of no version}, not $want -- put the $top source archive there under that name"
     if [ -n "${BUILD_OVERLAY:-}" ]; then
         cp -r "$BUILD_OVERLAY"/. "$tree"/
         say "configured from $BUILD_OVERLAY"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localsite import sources
-from topofoam import paths
+from topofoam import contents, paths
 
 #: Version of what build-tree.sh produces: part of every full build's cache key.
 #: 2: only the libraries the applications and cases need, not all of src/.
@@ -219,7 +219,20 @@ def ensure_built(flavour: Flavour) -> Path:
         raise BuildError(str(e)) from None
     where = prefix(flavour, archive)
     if (where / ".complete").exists():
-        return where
+        problem = _damaged(where)
+        if problem is None:
+            return where
+        # Its damaged products are removed and the build continues: wmake makes again what
+        # is missing, from the kept objects (and ccache).
+        print(
+            f"build: the {flavour.title} build {where} is damaged ({problem}); building the "
+            f"damaged files again",
+            file=sys.stderr,
+            flush=True,
+        )
+        for path in contents.changed(where, where / CONTENTS):
+            path.unlink(missing_ok=True)
+        (where / ".complete").unlink()
     resuming = where.exists()
     print(
         f"build: {flavour.title} with patches/{flavour.series} into {where} "
@@ -244,11 +257,44 @@ def ensure_built(flavour: Flavour) -> Path:
         CCACHE_DIR=str(paths.cache_dir() / "ccache"),
     )
     if subprocess.run(cmd, env=env).returncode != 0:
+        log = where / "build.log"
+        if not where.exists():  # the archive was refused before anything was built
+            raise BuildError(
+                f"the {flavour.title} build did not start: {archive} is not a usable "
+                f"{flavour.archive.name} (the line above says why) -- replace it and rerun "
+                f"'./bench build {flavour.name}'"
+            )
         raise BuildError(
-            f"the {flavour.title} build failed (see the lines above; log {where}/build.log) "
-            f"-- fix the cause and rerun './bench build {flavour.name}': it continues"
+            f"the {flavour.title} build failed (see the lines above"
+            + (f"; log {log}" if log.is_file() else "")
+            + f") -- fix the cause and rerun './bench build {flavour.name}': it continues"
         )
+    contents.record(where, _products(where), where / CONTENTS)
     return where
+
+
+#: The libraries and programs a build made, with their sizes and content hashes.
+CONTENTS = ".contents.json"
+
+
+def _products(where: Path) -> list[Path]:
+    """The build's libraries and programs (its tree's platforms/*/lib and bin)."""
+    return [
+        p
+        for platform in where.glob("*/platforms/*")
+        for sub in ("lib", "bin")
+        for p in (platform / sub).rglob("*")
+        if p.is_file()
+    ]
+
+
+def _damaged(where: Path) -> str | None:
+    """Why a finished build's products are not what it made, or None. A build finished
+    before content hashes were recorded gets them now."""
+    if not (where / CONTENTS).exists():
+        contents.record(where, _products(where), where / CONTENTS)
+        return None
+    return contents.damaged(where, where / CONTENTS)
 
 
 #: etc/bashrc sourced with the given settings: the variables before and after (NUL-separated),

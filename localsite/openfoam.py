@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import contents, paths
 
 #: Version of what build-openfoam.sh produces: part of every build's cache key.
 BUILD_VERSION = "2"
@@ -80,6 +81,16 @@ def ensure_built(target: str = "scotch") -> Path:
         raise BuildError(f"unknown build target '{target}' -- choose from {', '.join(TARGETS)}")
     version = source_version()
     prefix = build_prefix(target, version)
+    if (prefix / ".complete").exists():
+        problem = _damaged(prefix)
+        if problem:
+            print(
+                f"build: the cached {target} build {prefix} is damaged ({problem}); building "
+                f"it again",
+                file=sys.stderr,
+                flush=True,
+            )
+            shutil.rmtree(prefix)
     if not (prefix / ".complete").exists():
         tree = source_tree(version)
         if not (tree / "etc" / "bashrc").is_file():
@@ -110,7 +121,25 @@ def ensure_built(target: str = "scotch") -> Path:
                 f"the OpenFOAM build ({target}) failed (see the lines above) -- fix the cause "
                 f"and rerun" + (f"; full log: {log}" if log.exists() else "")
             )
+        contents.record(prefix, _products(prefix), prefix / CONTENTS)
     return prefix / "lib"
+
+
+#: The libraries and programs a build made, with their sizes and content hashes.
+CONTENTS = ".contents.json"
+
+
+def _products(prefix: Path) -> list[Path]:
+    return [p for sub in ("lib", "bin") for p in (prefix / sub).rglob("*") if p.is_file()]
+
+
+def _damaged(prefix: Path) -> str | None:
+    """Why a finished build's products are not what it made, or None. A build finished
+    before content hashes were recorded gets them now."""
+    if not (prefix / CONTENTS).exists():
+        contents.record(prefix, _products(prefix), prefix / CONTENTS)
+        return None
+    return contents.damaged(prefix, prefix / CONTENTS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as e:
         print(f"build: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # build-openfoam.sh removes its unfinished folder
+        print("build: interrupted; no unfinished build was kept", file=sys.stderr)
+        return 130
     return 0
 
 

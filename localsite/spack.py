@@ -120,8 +120,13 @@ def ensure(say=print) -> OfflineSpack:
     say(f"spack: setting up Spack 1.1.1 from {kit} in {spack.home}")
     shutil.rmtree(spack.home, ignore_errors=True)  # a half-done set-up starts over (seconds)
     spack.home.mkdir(parents=True)
-    _unpack(kit / SPACK_ARCHIVE, spack.root)
-    _unpack(kit / PACKAGES_ARCHIVE, spack.packages)
+    try:
+        _unpack(kit / SPACK_ARCHIVE, spack.root)
+        _unpack(kit / PACKAGES_ARCHIVE, spack.packages)
+    except BaseException:
+        # a damaged kit, or an interrupt: no half-unpacked Spack is left to be taken for one
+        shutil.rmtree(spack.home, ignore_errors=True)
+        raise
     etc = spack.root / "etc" / "spack"
     # Spack's own scope: what a site admin would put there for an air-gapped cluster.
     (etc / "repos.yaml").write_text(f"repos:\n  builtin:\n    destination: {spack.packages}\n")
@@ -156,7 +161,15 @@ def _unpack(archive: Path, dest: Path) -> None:
     scratch = dest.with_name(dest.name + ".unpack")
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
-    subprocess.run(["tar", "-xzf", str(archive), "-C", str(scratch)], check=True)
+    done = subprocess.run(
+        ["tar", "-xzf", str(archive), "-C", str(scratch)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["tar failed"])[0]
+        raise SpackKitError(
+            f"{archive} cannot be unpacked ({why}): damaged or cut short -- copy it into "
+            f"TOPOFOAM_SPACK_KIT again"
+        )
     tops = list(scratch.iterdir())
     if len(tops) != 1 or not tops[0].is_dir():
         raise SpackKitError(f"{archive}: expected one top folder, found {[t.name for t in tops]}")

@@ -229,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as e:
         print(f"rankmap: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("rankmap: interrupted", file=sys.stderr)
+        return 130
     except OSError as e:  # an output path that cannot be written
         where = e.filename or getattr(args, "out", None) or getattr(args, "json", None)
         print(

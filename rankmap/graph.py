@@ -189,9 +189,10 @@ def from_cell_dist(case: Path) -> CommGraph:
         neighbour = np.asarray(FoamFile(reading)[None], dtype=np.int64)
         reading = mesh / "boundary"
         patches = FoamFile(reading)[None]
-    except FileNotFoundError as e:
+    except FileNotFoundError:
+        # foamlib's error may name no file: the one being read is the one missing
         raise InputError(
-            f"{e.filename} is missing -- the case needs its mesh (constant/polyMesh)"
+            f"{reading} is missing -- the case needs its mesh (constant/polyMesh)"
         ) from None
     except Exception as e:  # foamlib's parse errors: truncated, binary or not a list
         what = "write the mesh again" if reading.parent == mesh else fix

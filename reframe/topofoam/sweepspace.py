@@ -79,7 +79,14 @@ class Settings:
         self.binding = best.get("binding", start["binding"])
         self.ucx = best.get("ucx", start["ucx"])
         self.coll = best.get("coll", start["coll"])
-        self.ucx_inter = {int(n): v for n, v in best.get("ucx_inter", {}).items()}
+        try:
+            self.ucx_inter = {int(n): v for n, v in dict(best.get("ucx_inter", {})).items()}
+        except (TypeError, ValueError):
+            raise SweepError(
+                f"{source}: {part.name}: ucx_inter {best.get('ucx_inter')!r} is not an "
+                f'object keyed by node count -- e.g. {{"2": "{x["ucx_inter"][0]}"}}, '
+                f"or remove it"
+            ) from None
         self.defaults = start
         # A value the partition cannot run would silently drop every test that uses it.
         allowed = [

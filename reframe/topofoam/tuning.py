@@ -98,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     tuning = {}
+    if args.out.is_dir():
+        print(
+            f"tuning: --out {args.out} is a folder -- give the tuning file's path, e.g. "
+            f"{args.out / 'tuning.json'}",
+            file=sys.stderr,
+        )
+        return 2
     if args.out.exists():
         try:
             tuning = json.loads(args.out.read_text())

@@ -86,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.out and args.out.exists() and not args.out.is_dir():
+        print(
+            f"report: --out {args.out} is an existing file -- give a folder (new or "
+            f"existing) for the report",
+            file=sys.stderr,
+        )
+        return 2
     for name in names:
         try:
             report = build(
@@ -94,6 +101,16 @@ def main(argv: list[str] | None = None) -> int:
         except NoRuns as e:
             print(f"report: {e}", file=sys.stderr)
             return 2
+        except OSError as e:  # a report folder that cannot be written
+            where = e.filename or args.out or args.results / "report" / name
+            print(
+                f"report: cannot write {where} ({e.strerror}) -- give --out a folder you can write",
+                file=sys.stderr,
+            )
+            return 2
+        except KeyboardInterrupt:
+            print("report: interrupted; the report may be incomplete", file=sys.stderr)
+            return 130
         print(f"report: {report.markdown}")
         print(f"report: {report.html}")
         print(f"report: runs table {report.table}")
