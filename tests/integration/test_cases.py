@@ -2,7 +2,10 @@
 fixed work, write interval, caching, and the errors for bad input."""
 
 import dataclasses
+import os
 import re
+import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -125,6 +128,14 @@ def _garble(path: Path) -> None:
     path.write_text("{ not json")
 
 
+def _flip(path: Path) -> None:
+    """Damage in place: the same size, other bytes (a disk error, an edit by hand)."""
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle] = (data[middle] + 1) % 256
+    path.write_bytes(bytes(data))
+
+
 @pytest.mark.parametrize(
     "rel, damage, why",
     [
@@ -137,8 +148,14 @@ def _garble(path: Path) -> None:
             "processor1/constant/polyMesh/owner is missing",
         ),
         ("files.json", _remove, "no readable files.json"),
+        (
+            "processor0/constant/polyMesh/points",
+            _flip,
+            "processor0/constant/polyMesh/points changed since it was made (its content hash "
+            "differs)",
+        ),
     ],
-    ids=["no-case-json", "bad-case-json", "cut-mesh", "missing-mesh", "no-manifest"],
+    ids=["no-case-json", "bad-case-json", "cut-mesh", "missing-mesh", "no-manifest", "same-size"],
 )
 def test_a_damaged_cache_entry_is_prepared_again(tmp_path, rel, damage, why):
     """A cached case that lost or cut a file is never handed to a run: it is prepared again,
@@ -254,3 +271,95 @@ def test_missing_motorbike_geometry_names_the_setting_used(tmp_path, setting):
 
 
 # --- the log checks themselves ----------------------------------------------------------------
+
+
+# --- what is blamed: the decomposition method, the OpenFOAM, an interrupt ----------------------
+
+
+def test_an_unknown_decomposition_method_is_refused_before_meshing(tmp_path):
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path))
+    done = cases_cli("prepare", "cavity2D", "--method", "foo", env=env)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "cases: unknown decomposition method 'foo' -- choose from scotch, simple, "
+        "hierarchical, random, metis, kahip (--method)\n"
+    )
+    assert not (tmp_path / "cases").exists() or not any((tmp_path / "cases").iterdir())
+
+
+def test_an_openfoam_folder_that_is_not_one_is_not_blamed_on_meshing(tmp_path):
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path), WM_PROJECT_DIR=str(tmp_path / "none"))
+    done = cases_cli("prepare", "cavity2D", env=env)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        f"cases: WM_PROJECT_DIR={tmp_path}/none holds no OpenFOAM installation (no "
+        f"etc/controlDict) -- point it at the OpenFOAM folder (Debian: /usr/share/openfoam), "
+        f"or load that OpenFOAM's environment"
+    ]
+
+
+def test_debians_stub_scotch_is_named_not_a_failed_decomposition(tmp_path):
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path))
+    env["LD_LIBRARY_PATH"] = ""  # Debian's own libscotchDecomp: a stub
+    done = cases_cli("prepare", "cavity2D", env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert re.search(
+        r"^cases: decomposing into 2 \(scotch\): this OpenFOAM's SCOTCH decomposition library is "
+        r"a stub .* -- run through './bench cases'.*--method hierarchical$",
+        done.stderr.splitlines()[-1],
+    ), done.stderr
+
+
+def test_an_interrupted_preparation_exits_130_and_keeps_nothing(tmp_path):
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path))
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "cases", "prepare", "cavity3D", "--size", "small"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    for line in proc.stderr:  # wait until the mesher runs, then press Ctrl-C (the group)
+        if "meshing" in line:
+            break
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130
+    assert "Traceback" not in rest
+    assert rest.strip().splitlines()[-1] == "cases: interrupted; no unfinished case was kept"
+    left = [p.name for p in (tmp_path / "cases").iterdir() if not p.name.endswith(".lock")]
+    assert left == [], left
+
+
+def test_a_damaged_build_is_built_again(tmp_path):
+    """The real SCOTCH library (seconds to build), damaged in place at the same size."""
+    from localsite import openfoam
+
+    cache = tmp_path / "cache"
+    (cache / "src").mkdir(parents=True)
+    tree = openfoam.source_tree()
+    (cache / "src" / tree.name).symlink_to(tree)
+    env = dict(os.environ, TOPOFOAM_CACHE=str(cache))
+    first = subprocess.run(
+        [PYTHON, "-m", "localsite.openfoam", "scotch"], env=env, capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    lib = Path(first.stdout.strip()) / "libscotchDecomp.so"
+    _flip(lib)
+    again = subprocess.run(
+        [PYTHON, "-m", "localsite.openfoam", "scotch"], env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"the cached scotch build {lib.parent.parent} is damaged (lib/libscotchDecomp.so changed "
+        f"since it was made (its content hash differs)); building it again" in again.stderr
+    )
+    shutil.copy(lib, tmp_path / "rebuilt.so")
+    assert lib.stat().st_size > 0
+    third = subprocess.run(
+        [PYTHON, "-m", "localsite.openfoam", "scotch"], env=env, capture_output=True, text=True
+    )
+    assert third.returncode == 0 and "damaged" not in third.stderr
