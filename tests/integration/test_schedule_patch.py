@@ -127,6 +127,15 @@ def test_missing_schedule_file_is_fatal(tmp_path):
     assert f'Cannot open the reduction schedule "{tmp_path / "none"}"' in out
 
 
+def test_a_folder_named_as_the_schedule_is_fatal_and_says_so(tmp_path):
+    """IFstream reads a folder as an empty file: without the check, the run stopped at a
+    missing 'nProcs' keyword, blaming the schedule's content."""
+    out = fatal(reducetest.run(2, patched=True, schedule=tmp_path))
+    assert f'The reduction schedule "{tmp_path}" is a directory' in out
+    assert "name the file rankmap wrote" in out
+    assert "nProcs" not in out
+
+
 def solver_case(name: str, dest: Path) -> tuple[Path, str, str]:
     """A small case decomposed by SCOTCH into 3 subdomains: (folder, solver, end time)."""
     import gzip
