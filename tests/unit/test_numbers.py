@@ -583,3 +583,10 @@ def test_statistics_of_valid_times_are_finite(a, b):
     assert all(math.isfinite(v) for v in (c.ratio, c.low, c.high, c.p) if v is not None)
     choice = stats.choose("a", {"a": a, "b": b})
     assert choice.chosen in ("a", "b")
+
+
+def test_a_grid_too_large_to_hold_is_refused():
+    done = run_tool(
+        "rankmap", "analyze", "grid:100000x100000", "--topology", "vsc5", "--nodes", "1"
+    )
+    one_line(done, 2, r"^rankmap: grid:100000x100000 has 10,000,000,000 ranks, more than the")
