@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import tempfile
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import PYTHON, REPO, one_line, run_tool
-from topofoam import references, tuning
+from topofoam import p2p, references, tuning
 from topofoam.reporting import analysis
 from topofoam.reporting.build import build
 from topofoam.results import perflog, stats
@@ -590,3 +591,46 @@ def test_a_grid_too_large_to_hold_is_refused():
         "rankmap", "analyze", "grid:100000x100000", "--topology", "vsc5", "--nodes", "1"
     )
     one_line(done, 2, r"^rankmap: grid:100000x100000 has 10,000,000,000 ranks, more than the")
+
+
+FIELD = st.one_of(
+    st.sampled_from(["", "pass", "fail", "nan", "inf", "-1", "0", "1", "2.5", "36", "None"]),
+    st.text(alphabet=st.characters(blacklist_characters="|\n\r"), max_size=8),
+)
+HEADERS = st.lists(
+    st.sampled_from(
+        ["result", "nodes", "ppn", "stage", "setting", "level", "hashcode", "jobid",
+         "wall_value", "wall_unit", "rtt_1000_value", "rtt_1000_unit", "_value", "x_unit",
+         "node_hour_price", "variant", "binding", "timing", "defaults", "partition"]
+    ),
+    min_size=1,
+    max_size=12,
+    unique=True,
+)  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(header=HEADERS, data=st.data())
+def test_any_perflog_text_is_read_without_an_exception(header, data):
+    """Whatever a perflog holds (any columns, any field text), every tool reads it without an
+    exception, and every number it computes is finite."""
+    width = st.integers(len(header) - 1, len(header) + 1)
+    lines = data.draw(
+        st.lists(width.flatmap(lambda n: st.lists(FIELD, min_size=n, max_size=n)), max_size=8)
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = Path(tmp) / "perflogs" / "oci"
+        for check in ("Intra1Run", "PingPongRun"):
+            path = logs / "nps2" / f"{check}.log"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\n".join(["|".join(header), *map("|".join, lines)]) + "\n")
+        read = perflog.read_system(logs)
+        groups = group(read.rows, set(read.units))
+        found = [astuple(s) for g in groups for m in read.units if (s := g.summary(m))]
+        found += [d.percent for d in analysis.decreases(groups)]
+        said, _ = tuning.update({}, logs)
+        walls, _ = references.baseline(logs)
+        table = p2p.table(logs, [])
+    for value in numbers([found, walls, table]):
+        assert math.isfinite(value)
+    assert isinstance(said, list)
