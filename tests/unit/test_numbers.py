@@ -594,12 +594,34 @@ def test_a_grid_too_large_to_hold_is_refused():
 
 
 FIELD = st.one_of(
-    st.sampled_from(["", "pass", "fail", "nan", "inf", "-1", "0", "1", "2.5", "36", "None"]),
+    st.sampled_from(
+        [
+            "",
+            "pass",
+            "fail",
+            "nan",
+            "inf",
+            "-1",
+            "0",
+            "1",
+            "2.5",
+            "36",
+            "None",
+            "variants",
+            "intra1",
+            "cases",
+            "standard",
+            "local+global",
+            "block",
+            "rankmap",
+            "measured",
+        ]
+    ),  # fmt: skip
     st.text(alphabet=st.characters(blacklist_characters="|\n\r"), max_size=8),
 )
 HEADERS = st.lists(
     st.sampled_from(
-        ["result", "nodes", "ppn", "stage", "setting", "level", "hashcode", "jobid",
+        ["result", "nodes", "ppn", "stage", "setting", "level", "hashcode", "jobid", "case",
          "wall_value", "wall_unit", "rtt_1000_value", "rtt_1000_unit", "_value", "x_unit",
          "node_hour_price", "variant", "binding", "timing", "defaults", "partition"]
     ),
@@ -628,6 +650,12 @@ def test_any_perflog_text_is_read_without_an_exception(header, data):
         groups = group(read.rows, set(read.units))
         found = [astuple(s) for g in groups for m in read.units if (s := g.summary(m))]
         found += [d.percent for d in analysis.decreases(groups)]
+        for points in analysis.series(groups).values():
+            found += [(p.wall, p.node_hours, p.efficiency) for p in points]
+            best = analysis.cost_optimal(points)
+            found += [best.node_hours] if best else []
+        found += [r.speedup for r in analysis.stages(groups)]
+        found += list(analysis.noise_floor(groups).values())
         said, _ = tuning.update({}, logs)
         walls, _ = references.baseline(logs)
         table = p2p.table(logs, [])
