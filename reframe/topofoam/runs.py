@@ -4,7 +4,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 
 import reframe as rfm
-from cases import CASES, flavour
+from cases import CASES, flavour, resolve
 from cases.sanity import evaluate
 from topofoam import switches
 from topofoam.solverlog import OpenFOAMSolverMixin
@@ -71,6 +71,11 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
                 CASES[self.prepared.case].solver, kind
             )
             self.executable_opts = ["-parallel"]
+            # The steps the preparation would give (the size's, or the override), for the
+            # job script's commands that depend on them (the storage check's writes).
+            self.expected_steps = self.prepared.steps_option() or (
+                resolve(CASES[self.prepared.case], self.prepared.size).size.steps
+            )
             return
         facts = self.prepared.facts()
         self.case = facts.case
