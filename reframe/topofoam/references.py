@@ -14,6 +14,7 @@ before committing it: it states what this system is expected to do.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -50,6 +51,45 @@ def references(walls: dict, tolerance: float) -> dict:
             }
         out[check] = entry
     return out
+
+
+def problem(path: Path) -> str | None:
+    """Why a references file cannot be used as it is (None when it can): it must load as YAML,
+    and every reference be [value, lower, upper, unit] with a finite value above zero and
+    finite bounds. ReFrame would otherwise judge every run against a NaN."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        return f"{path} cannot be read as YAML ({type(e).__name__}) -- write it again with python -m topofoam.references"
+    if not isinstance(data, dict):
+        return f"{path} is not a references file (an object keyed by check) -- write it again"
+    for check, entry in data.items():
+        if not isinstance(entry, dict):
+            return f"{path}: {check} is not an object of partitions -- write it again"
+        for part, settings in entry.items():
+            if part == "$index":
+                continue
+            for setting, refs in (
+                (settings or {}).items() if isinstance(settings, dict) else [(None, None)]
+            ):
+                for name, ref in (refs or {}).items() if isinstance(refs, dict) else [(None, refs)]:
+                    if not _reference_ok(ref):
+                        return (
+                            f"{path}: {check} on {part}, {setting}: the reference {name} is "
+                            f"{ref!r}, not [value > 0, lower, upper, unit] -- write it again "
+                            f"with python -m topofoam.references, or fix it"
+                        )
+    return None
+
+
+def _reference_ok(ref) -> bool:
+    if not (isinstance(ref, list) and len(ref) in (3, 4)):
+        return False
+    value, *bounds = ref[:3]
+    numbers = [value] + [b for b in bounds if b is not None]
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers):
+        return False
+    return all(math.isfinite(x) for x in numbers) and value > 0
 
 
 def main(argv: list[str] | None = None) -> int:

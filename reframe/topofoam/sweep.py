@@ -26,7 +26,7 @@ from reframe.core.builtins import (
 from reframe.core.runtime import runtime
 
 from cases import Prepared
-from topofoam import fields, paths, presets, sweepspace
+from topofoam import fields, paths, presets, references, sweepspace
 from topofoam.fixtures import PreparedCase
 from topofoam.placed import PlacedRun
 from topofoam.results.stages import format_defaults
@@ -250,6 +250,9 @@ class SweepRun(PlacedRun):
         fixtures: their parents' sanity needs their fields, not their speed."""
         path = paths.references_file(self.current_system.name)
         if self.timing == "measured" and not self.is_fixture() and path.exists():
+            why = references.problem(path)
+            if why:
+                raise SweepError(why)  # a NaN reference would judge every run
             self.reference = {"$ref": str(path)}  # absolute: no prefix is joined to it
 
     @run_before("run")

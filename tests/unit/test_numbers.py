@@ -662,3 +662,28 @@ def test_any_perflog_text_is_read_without_an_exception(header, data):
     for value in numbers([found, walls, table]):
         assert math.isfinite(value)
     assert isinstance(said, list)
+
+
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        ("VariantRun: {$index: [$partition, setting], 'oci:nps2': {s1: {wall: [.nan, null, 0.1, s]}}}",
+         r"VariantRun on oci:nps2, s1: the reference wall is \[nan, None, 0\.1, 's'\], not \[value > 0"),
+        ("VariantRun: {'oci:nps2': {s1: {wall: [-3, null, 0.1, s]}}}", r"the reference wall is \[-3,"),
+        ("VariantRun: {'oci:nps2': {s1: {wall: fast}}}", r"the reference wall is 'fast'"),
+        ("VariantRun: [1, 2", r"cannot be read as YAML"),
+        ("- 1\n- 2\n", r"is not a references file"),
+    ],
+)  # fmt: skip
+def test_a_references_file_with_impossible_values_is_refused(tmp_path, text, pattern):
+    path = tmp_path / "oci.yaml"
+    path.write_text(text + "\n")
+    assert re.search(pattern, references.problem(path) or "")
+
+
+def test_references_written_by_the_tool_are_accepted(tmp_path):
+    variants(tmp_path)
+    out = tmp_path / "refs.yaml"
+    done = run_tool("topofoam.references", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert references.problem(out) is None
