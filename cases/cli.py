@@ -89,13 +89,41 @@ def cmd_cells(args) -> int:
     return 0
 
 
+def _check_out(out: str | None) -> None:
+    """Refuse an --out the prepared case could not be copied to, before preparing it."""
+    if out is None:
+        return
+    if not out.strip():
+        raise CaseError("--out '' names no folder -- give the path of a new folder")
+    dest = Path(out)
+    if dest.exists() or dest.is_symlink():
+        raise CaseError(f"{out} exists -- choose a new folder for --out")
+    parent = dest.absolute().parent
+    if not parent.is_dir():
+        raise CaseError(
+            f"--out {out}: the folder {parent} does not exist -- create it, or give --out a "
+            f"path in an existing folder"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CaseError(
+            f"--out {out}: cannot write in {parent} -- give --out a folder you can write"
+        )
+
+
 def cmd_prepare(args) -> int:
+    _check_out(args.out)
     env = openfoam_env()
     prepared = prepare(_request(args, args.case), env=env, progress=progress_to_stderr)
-    if args.out:
-        if Path(args.out).exists():
-            raise CaseError(f"{args.out} exists -- choose a new folder for --out")
-        prepared = prepared.copy_to(Path(args.out))
+    if args.out is not None:
+        try:
+            prepared = prepared.copy_to(Path(args.out))
+        except OSError as e:
+            shutil.rmtree(args.out, ignore_errors=True)  # no half copy left behind
+            raise CaseError(
+                f"cannot copy the prepared case to {args.out} ({e.strerror or e}) -- give --out "
+                f"a folder on a file system you can write, with room for it; the prepared case "
+                f"stays cached"
+            ) from None
     asked = (
         f" (nearest to {prepared.requested_cells:,} asked for)" if prepared.requested_cells else ""
     )
@@ -112,6 +140,12 @@ def cmd_run(args) -> int:
     names = args.case or list(CASES)
     for name in names:
         get_case(name)
+    # What is wrong with the request for every case is said once, not as each case failing.
+    for option, value in (("subdomains", args.n), ("steps", args.steps)):
+        if value is not None and value < 1:
+            raise CaseError(f"{option} must be at least 1, not {value}")
+    if args.write_interval is not None and args.write_interval < 1:
+        raise CaseError(f"write interval must be at least 1 step, not {args.write_interval}")
     env = openfoam_env()
     failed = 0
     total = 0.0

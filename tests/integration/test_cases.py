@@ -363,3 +363,26 @@ def test_a_damaged_build_is_built_again(tmp_path):
         [PYTHON, "-m", "localsite.openfoam", "scotch"], env=env, capture_output=True, text=True
     )
     assert third.returncode == 0 and "damaged" not in third.stderr
+
+
+@pytest.mark.parametrize(
+    "out, pattern",
+    [
+        ("", r"^cases: --out '' names no folder -- give the path of a new folder$"),
+        ("/nonexistent/d/x", r"^cases: --out /nonexistent/d/x: the folder /nonexistent/d does not exist"),
+        ("/proc/x", r"^cases: cannot copy the prepared case to /proc/x \(.*\) -- give --out a folder"),
+    ],
+)  # fmt: skip
+def test_an_out_folder_that_cannot_be_is_one_line(tmp_path, out, pattern):
+    done = cases_cli("prepare", "cavity2D", "--out", out)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(pattern, done.stderr.splitlines()[-1]), done.stderr
+
+
+def test_a_run_request_no_case_can_take_is_refused_once():
+    done = cases_cli("run", "cavity2D", "pitzDaily", "-n", "0")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "cases: subdomains must be at least 1, not 0\n",
+    )
