@@ -219,7 +219,7 @@ def ensure_built(flavour: Flavour) -> Path:
         raise BuildError(str(e)) from None
     where = prefix(flavour, archive)
     if (where / ".complete").exists():
-        problem = _damaged(where)
+        problem = contents.check_or_record(where, _products(where), where / CONTENTS)
         if problem is None:
             return where
         # Its damaged products are removed and the build continues: wmake makes again what
@@ -286,15 +286,6 @@ def _products(where: Path) -> list[Path]:
         for p in (platform / sub).rglob("*")
         if p.is_file()
     ]
-
-
-def _damaged(where: Path) -> str | None:
-    """Why a finished build's products are not what it made, or None. A build finished
-    before content hashes were recorded gets them now."""
-    if not (where / CONTENTS).exists():
-        contents.record(where, _products(where), where / CONTENTS)
-        return None
-    return contents.damaged(where, where / CONTENTS)
 
 
 #: etc/bashrc sourced with the given settings: the variables before and after (NUL-separated),

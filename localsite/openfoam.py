@@ -82,7 +82,7 @@ def ensure_built(target: str = "scotch") -> Path:
     version = source_version()
     prefix = build_prefix(target, version)
     if (prefix / ".complete").exists():
-        problem = _damaged(prefix)
+        problem = contents.check_or_record(prefix, _products(prefix), prefix / CONTENTS)
         if problem:
             print(
                 f"build: the cached {target} build {prefix} is damaged ({problem}); building "
@@ -131,15 +131,6 @@ CONTENTS = ".contents.json"
 
 def _products(prefix: Path) -> list[Path]:
     return [p for sub in ("lib", "bin") for p in (prefix / sub).rglob("*") if p.is_file()]
-
-
-def _damaged(prefix: Path) -> str | None:
-    """Why a finished build's products are not what it made, or None. A build finished
-    before content hashes were recorded gets them now."""
-    if not (prefix / CONTENTS).exists():
-        contents.record(prefix, _products(prefix), prefix / CONTENTS)
-        return None
-    return contents.damaged(prefix, prefix / CONTENTS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,3 +72,12 @@ def changed(folder: Path, manifest: Path) -> list[Path]:
         except (OSError, TypeError, ValueError):
             out.append(path)
     return out
+
+
+def check_or_record(folder: Path, files: Iterable[Path], manifest: Path) -> str | None:
+    """damaged() for an entry that has a manifest; one made before manifests were written
+    (marked finished, but with no record) gets one now, from what it holds."""
+    if not manifest.exists():
+        record(folder, files, manifest)
+        return None
+    return damaged(folder, manifest)
