@@ -69,7 +69,12 @@ done
 (
     while sleep 60; do
         done_=$(find "$tree/build" "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)
-        echo "build-openfoam: $done_ of about $total objects compiled, $(elapsed) elapsed" >&3
+        t=$((SECONDS - started))
+        rest=""
+        # What is left, at this build's own rate on this machine so far.
+        [ "$done_" -gt 0 ] && [ "$done_" -lt "$total" ] \
+            && rest=", about $(( (t * (total - done_) / done_ + 59) / 60 )) min to go"
+        echo "build-openfoam: $done_ of about $total objects compiled, $(elapsed) elapsed$rest" >&3
     done
 ) 2>/dev/null &
 ticker=$!
