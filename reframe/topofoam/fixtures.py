@@ -18,6 +18,7 @@ from reframe.core.builtins import (
 
 import reframe as rfm
 from cases import CASES, CaseError, Prepared
+from topofoam import quiet_deprecations  # noqa: F401 -- see its docstring
 from topofoam.paths import REPO, SOURCES
 
 

@@ -394,6 +394,11 @@ class CaseCopy:
         self.case = standard_run.prepared.case
         self.size = standard_run.prepared.size
         self._path = f"{standard_run.stagedir}/case"
+        self._prepared = standard_run.prepared
+
+    def steps_option(self) -> int:
+        """The preparation's time steps instead of the size's (0: the size's)."""
+        return self._prepared.steps_option()
 
     def case_path(self) -> str:
         return self._path
