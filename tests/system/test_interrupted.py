@@ -4,6 +4,7 @@ a run that is still going on."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -164,3 +165,30 @@ def test_resume_reruns_what_did_not_pass_and_never_claims_what_did_not_run(env, 
     again = bench_cli("run", "--resume", env=env)
     assert again.returncode == 0, again.stdout[-2000:]
     assert "local:cpu: nothing left to rerun: what it selects passed before" in again.stdout
+
+
+def test_restoring_a_session_whose_stage_folders_are_gone(tmp_path):
+    """ReFrame's --restore-session of a run whose stage folders were removed says which file
+    it lacks, in one line, and runs nothing; it never reports the old results as new."""
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path), TOPOFOAM_RUN=str(tmp_path / "run"))
+    subprocess.run([PYTHON, "-m", "localsite.facts"], cwd=REPO, env=env, check=True)
+    reframe = [str(Path(PYTHON).parent / "reframe"), "-C", "site-configs/local.py"]
+    first = subprocess.run(
+        [*reframe, "-c", "reframe/p2p.py", "-r", "--system", "local:cpu"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout[-2000:]
+    [report] = (tmp_path / "reframe" / "reports").glob("*.json")
+    for folder in ("stage", "output"):
+        shutil.rmtree(tmp_path / "reframe" / folder, ignore_errors=True)
+    again = subprocess.run(
+        [*reframe, "-c", "reframe/p2p.py", f"--restore-session={report}", "-r",
+         "--system", "local:cpu", "-n", "PingPongRun"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    text = again.stdout + again.stderr
+    assert again.returncode != 0 and "Traceback" not in text
+    assert re.search(
+        r"could not restore testcase .*No such file or directory: .*rfm_testcase", text
+    )
+    assert "PASSED" not in text
