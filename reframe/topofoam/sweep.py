@@ -23,12 +23,14 @@ from reframe.core.builtins import (
     sanity_function,
     variable,
 )
+from reframe.core.exceptions import SanityError
 from reframe.core.runtime import runtime
 
 from cases import Prepared
 from topofoam import fields, paths, presets, references, sweepspace
 from topofoam.fixtures import PreparedCase
 from topofoam.placed import PlacedRun
+from topofoam.results import merit
 from topofoam.results.stages import format_defaults
 from topofoam.sweepspace import ESI_NODECOMMS, SCHEDULE_VARIANTS, Combination, SweepError
 
@@ -379,6 +381,36 @@ class SweepRun(PlacedRun):
     def node_hours(self):
         """Node-hours the solver spent: nodes x wall time."""
         return self.nodes * self.wall() / 3600
+
+    # The OpenFOAM HPC committee's figures of merit (topofoam.results.merit), so that a
+    # perflog row can be set beside the community's published results.
+    @performance_function(merit.UNITS["FVOPS"])
+    def FVOPS(self):
+        """Cells / time per iteration."""
+        return _figure("fvops", self.expected_cells, self.expected_steps, self.wall())
+
+    @performance_function(merit.UNITS["FVOPS_per_node"])
+    def FVOPS_per_node(self):
+        return _figure(
+            "fvops_per_node", self.expected_cells, self.expected_steps, self.wall(), self.nodes
+        )
+
+    @performance_function(merit.UNITS["T_star"])
+    def T_star(self):
+        """Time per iteration x cores / cells."""
+        return _figure(
+            "t_star", self.expected_cells, self.expected_steps, self.wall(), self.num_tasks
+        )
+
+
+@sn.deferrable
+def _figure(name, *quantities):
+    """The value of figure ``name`` of topofoam.results.merit; one that cannot be formed
+    fails the performance stage with its reason (a run whose clock read 0 s has no FVOPS)."""
+    figure = getattr(merit, name)(*quantities)
+    if figure.value is None:
+        raise SanityError(f"figure of merit n/a: {figure.reason}")
+    return figure.value
 
 
 @sn.deferrable

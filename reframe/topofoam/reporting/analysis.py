@@ -8,8 +8,8 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
+from topofoam.results import merit, stats
 from topofoam.results import stages as kinds
-from topofoam.results import stats
 from topofoam.results.merge import Group
 
 #: Solver times below this are start-up dominated on any machine: flagged, never a finding.
@@ -158,6 +158,57 @@ def decreases(groups: list[Group]) -> list[Decrease]:
 def _percent(ratio: float | None) -> float | None:
     """A time ratio T_opt / T_std as a runtime decrease in per cent."""
     return None if ratio is None else 100 * (1 - ratio)
+
+
+@dataclass
+class Merits:
+    """The figures of merit of one configuration (topofoam.results.merit): of its merged
+    time, the RSD of its repeats, and, for an optimised run, its improvement factors
+    against the standard run of ``decreases`` (None for a run that is its own standard)."""
+
+    group: Group
+    figures: dict[str, merit.Figure]
+    ttsf: merit.Figure | None
+    ctsf: merit.Figure | None
+
+
+def _node_hours(group: Group, m: str) -> list[float]:
+    """The repeats' node-hours: logged, else nodes x time."""
+    logged = group.values("node_hours")
+    if logged:
+        return logged
+    nodes = group.get("nodes") or 0
+    return [nodes * t / 3600 for t in group.values(m)] if nodes else []
+
+
+def merits(groups: list[Group]) -> list[Merits]:
+    """Every solver configuration's figures of merit, standard runs included."""
+    compared = decreases(groups)
+    against = {id(d.optimized): d for d in compared}
+    standards = {id(d.standard) for d in compared}
+    out = []
+    for g in solver_runs(groups):
+        m = metric(g)
+        times = g.values(m)
+        if times:
+            figures = merit.of_run(g.get, g.value(m))
+        else:
+            figures = dict.fromkeys(
+                ("time per iteration", "FVOPS", "FVOPS per node", "T*"),
+                merit.Figure(None, "no passed run"),
+            )
+        figures["RSD"] = merit.rsd(times)
+        d = against.get(id(g))
+        ttsf = ctsf = None
+        if g.get("timing") == "emulated":
+            ttsf = ctsf = merit.Figure(None, "emulated timing, not compared")
+        elif d is None and id(g) not in standards:
+            ttsf = ctsf = merit.Figure(None, "no standard run of this layout to compare with")
+        elif d is not None:
+            ttsf = merit.improvement(d.standard.values(m), times)
+            ctsf = merit.improvement(_node_hours(d.standard, m), _node_hours(g, m))
+        out.append(Merits(g, figures, ttsf, ctsf))
+    return out
 
 
 def noise_floor(groups: list[Group]) -> dict[str, tuple[float, int]]:

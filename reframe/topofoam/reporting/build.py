@@ -73,6 +73,29 @@ def _decrease_cell(d: analysis.Decrease) -> str:
     return f"within noise ({n}, p={c.p:.2f}{short})"
 
 
+def ppn_str(g: Group) -> str:
+    return str(analysis.ppn_of(g))
+
+
+def label_of(r: analysis.Merits) -> str:
+    """Variant and placement, and the MPI presets where the stage sets them."""
+    g = r.group
+    extra = [
+        f"{c} {g.get(c)}"
+        for c in ("ucx", "coll", "ucx_inter")
+        if g.get(c) not in (None, "auto", "default", "-")
+    ]
+    return ", ".join([analysis.label(g), *extra])
+
+
+def _cells(n) -> str:
+    return "n/a (no cell count)" if n is None else f"{n:,}"
+
+
+def _percent_figure(f) -> str:
+    return f"n/a ({f.reason})" if f.value is None else f"{100 * f.value:.1f} %"
+
+
 def _emulated(key_or_group) -> bool:
     return "emulated" in str(key_or_group)
 
@@ -239,6 +262,71 @@ class Builder:
                     caption=title,
                 ),
                 Figure(fig, f"Runtime decrease vs standard: {title}"),
+            )
+
+    def merits(self, groups: list[Group]):
+        sec = self.doc.section("Figures of merit (the OpenFOAM HPC committee's)")
+        sec.add(
+            "Per configuration, of its merged time (see the summary): time per iteration "
+            "t = time / steps; FVOPS = cells / t (finite-volume operations per second); "
+            "FVOPS per node; T* = t x cores / cells (core-seconds per cell and iteration, "
+            "lower is better); RSD = standard deviation / mean of the repeats. Improvement "
+            "factors against the standard run of the same layout and MPI settings (the one "
+            "of the runtime decrease above): TTSF = T_standard / T (time to solution) and "
+            "CTSF = C_standard / C (cost to solution, node-hours), above 1 = better, with "
+            "their 95 % confidence intervals. Definitions and sources: docs/references.md. "
+            "A figure that cannot be formed reads n/a with the reason."
+        )
+        rows = analysis.merits(groups)
+        if not rows:
+            sec.add("No solver run was collected: no figure of merit.")
+            self.notes.append("no figures of merit: no solver run")
+            return
+        by = defaultdict(list)
+        for r in rows:
+            g = r.group
+            by[(g.key[0], g.key[1], g.get("case"), g.get("size"), _emulated(g.key))].append(r)
+        for (part, check, case, sz, emu), items in sorted(by.items(), key=str):
+            table = []
+            for r in sorted(
+                items, key=lambda r: (r.group.get("nodes") or 0, ppn_str(r.group), label_of(r))
+            ):
+                g, f = r.group, r.figures
+                m = analysis.metric(g)
+                table.append(
+                    [
+                        f"{g.get('nodes')}x{ppn_str(g)}",
+                        label_of(r),
+                        _cells(g.get("expected_cells")),
+                        f"{fmt(g.value(m))} ({_counts(g)})",
+                        _percent_figure(f["RSD"]),
+                        f["time per iteration"].text(),
+                        f["FVOPS"].text(),
+                        f["FVOPS per node"].text(),
+                        f["T*"].text(),
+                        "standard" if r.ttsf is None else r.ttsf.text(),
+                        "standard" if r.ctsf is None else r.ctsf.text(),
+                    ]
+                )
+            title = f"{case} ({size(sz)}), {check} on {part}" + (" (emulated)" if emu else "")
+            sec.add(
+                Table(
+                    [
+                        "layout",
+                        "configuration",
+                        "cells",
+                        "time s",
+                        "RSD",
+                        "t/iter s",
+                        "FVOPS",
+                        "FVOPS/node",
+                        "T* core-s/cell",
+                        "TTSF",
+                        "CTSF",
+                    ],
+                    table,
+                    caption=title,
+                )
             )
 
     def scaling(self, groups: list[Group]):
@@ -708,6 +796,7 @@ def build(
     b.failures(coll)
     say(f"report: {len(coll.rows)} runs in {len(groups)} configurations; tables and figures")
     b.decrease(groups)
+    b.merits(groups)
     b.scaling(groups)
     b.levels(groups)
     b.stages(groups)

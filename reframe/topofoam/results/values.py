@@ -11,6 +11,7 @@ Domains:
   - a time (unit s, us, ms, s/step, node-h ...): above zero, but for ZERO_OK, which a run
     may legitimately report as 0 (OpenFOAM's ClockTime is whole seconds; copies to shared
     storage take no time);
+  - a figure of merit (cells/s, core-s/cell): above zero;
   - a count (unit calls): zero or more, whole;
   - columns that describe the layout (nodes, ppn, tasks, cells, steps): whole numbers >= 1;
   - the site's node-hour price: a finite number >= 0.
@@ -22,6 +23,8 @@ import math
 
 #: Units whose values are times or time-like costs: above zero.
 TIME_UNITS = {"s", "ms", "us", "ns", "min", "h", "s/step", "node-h"}
+#: Units of rates and normalised times (the figures of merit, topofoam.results.merit): above zero.
+RATE_UNITS = {"cells/s", "core-s/cell"}
 #: Units whose values are event counts: zero or more, whole.
 COUNT_UNITS = {"calls"}
 #: Time metrics a run may report as exactly 0 (see the module's text).
@@ -69,7 +72,7 @@ def performance(metric: str, unit: str, value: float) -> str | None:
         if value != int(value):
             return f"{metric} is not a whole count"
         return None
-    if unit in TIME_UNITS or metric.startswith("rtt_"):
+    if unit in TIME_UNITS or unit in RATE_UNITS or metric.startswith("rtt_"):
         if value < 0:
             return f"{metric} is negative"
         if value == 0 and metric not in ZERO_OK:
