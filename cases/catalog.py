@@ -169,6 +169,11 @@ def _motorbike(
 
 
 SEED000 = "seed 000 Table 3"
+#: MB1: 15 time steps give the wall time per step at 95 % confidence within 1 % (the
+#: committee's methodology found 13 enough and took 15).
+MB1_STEPS = 15
+#: Fixed p iterations per solve of MB1's fixedIter setup (see the case).
+MB1_P_ITERATIONS = 250
 CASES: dict[str, Case] = {
     c.name: c
     for c in (
@@ -294,6 +299,42 @@ CASES: dict[str, Case] = {
             ),
             fixed_iterations={"p": 100, "pFinal": 100, "U": 2},
             checks=ICO_CHECKS,
+        ),
+        Case(
+            name="mb1Cavity3D",
+            solver="icoFoam",
+            template="cavity",
+            variant="3D",
+            origin="the OpenFOAM HPC technical committee's microbenchmark MB1 (exaFOAM's 3D "
+            "lid-driven cavity, Lesnik and Rusche): a 0.1 m cube, Re 10, Co 1, 15 time steps, "
+            "no momentum predictor, p PCG+DIC; fixedIter by default, fixedTol (p to 1e-5) "
+            "with --converge",
+            family=lambda k: _cube(k, CAVITY_3D),
+            k_range=(2, 1200),
+            sizes={
+                "ci": Size(_cube(20, CAVITY_3D), 20, MB1_STEPS),
+                "small": Size(_cube(50, CAVITY_3D), 50, MB1_STEPS),
+                "1M": Size(_cube(100, CAVITY_3D), 100, MB1_STEPS, "HPC committee MB1, 1M"),
+                "8M": Size(_cube(200, CAVITY_3D), 200, MB1_STEPS, "HPC committee MB1, 8M"),
+                "64M": Size(_cube(400, CAVITY_3D), 400, MB1_STEPS, "HPC committee MB1, 64M"),
+            },
+            # Co = U dt / dx = 1 with U = 1 m/s and dx = 0.1 m / k: dt = 0.001 s at k = 100.
+            dt0=0.001,
+            k0=100,
+            default_steps=MB1_STEPS,
+            edits=(
+                ("system/fvSolution", ("solvers", "p", "solver"), "PCG"),
+                ("system/fvSolution", ("solvers", "p", "preconditioner"), "DIC"),
+                ("system/fvSolution", ("solvers", "p", "tolerance"), 1e-5),
+                ("system/fvSolution", ("solvers", "p", "relTol"), 0),
+                ("system/fvSolution", ("PISO", "momentumPredictor"), False),
+            ),
+            # fixedIter: MB1's own per-size maxIter (from its fixedTol runs on 32 or 1024
+            # partitions) is in the committee's fvSolution files, not in its published text;
+            # the committee's published fixed count for this cavity is 250 p iterations
+            # (Lid_driven_cavity-3d fixedITER). U is not solved (no momentum predictor).
+            fixed_iterations={"p": MB1_P_ITERATIONS, "pFinal": MB1_P_ITERATIONS},
+            checks=(_continuity(1e-4), _courant(1.0 + 1e-6)),
         ),
         Case(
             name="damBreak2D",

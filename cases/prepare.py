@@ -24,7 +24,7 @@ from pathlib import Path
 from foamlib import FoamFile
 
 from cases import flavour
-from cases.catalog import Case
+from cases.catalog import Case, Size
 from cases.errors import CaseError
 from cases.sizes import Resolved, background_cells, get_case, resolve
 from cases.template import render, template_files
@@ -310,14 +310,7 @@ def _build(
     case: Case, resolved: Resolved, request: Request, work: Path, env: dict, progress
 ) -> None:
     size = resolved.size
-    render(case.template, case.variant, size.params, work)
-    steps = request.steps or size.steps
-    delta_t = case.delta_t(size)
-    write_interval = request.write_interval or steps
-    _set_controls(case, work, steps, delta_t, write_interval)
-    _set_solvers(case, work, request.fixed_work)
-    kind = flavour.of_environment(env)
-    flavour.adapt(work, case.name, case.solver, kind)
+    materialise(case, size, request, work, flavour.of_environment(env))
 
     progress(f"{case.name} {resolved.label}: meshing ({case.mesher})")
     if case.mesher == "snappyHexMesh":
@@ -371,6 +364,18 @@ def _build(
     data = asdict(meta)
     del data["path"]
     (work / META).write_text(json.dumps(data, indent=1) + "\n")
+
+
+def materialise(case: Case, size: Size, request: Request, work: Path, kind: str) -> None:
+    """The case's dictionaries at ``size`` in ``work`` for OpenFOAM ``kind``, before
+    meshing: the template rendered, the controls, the solvers (fixed work or not), the
+    flavour's rewrite."""
+    render(case.template, case.variant, size.params, work)
+    steps = request.steps or size.steps
+    write_interval = request.write_interval or steps
+    _set_controls(case, work, steps, case.delta_t(size), write_interval)
+    _set_solvers(case, work, request.fixed_work)
+    flavour.adapt(work, case.name, case.solver, kind)
 
 
 def _end_time(steps: int, delta_t: float) -> float:
