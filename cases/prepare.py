@@ -310,7 +310,11 @@ def _build(
     case: Case, resolved: Resolved, request: Request, work: Path, env: dict, progress
 ) -> None:
     size = resolved.size
-    materialise(case, size, request, work, flavour.of_environment(env))
+    kind = flavour.of_environment(env)
+    materialise(case, size, request, work, kind)
+    steps = request.steps or size.steps
+    delta_t = case.delta_t(size)
+    write_interval = request.write_interval or steps
 
     progress(f"{case.name} {resolved.label}: meshing ({case.mesher})")
     if case.mesher == "snappyHexMesh":

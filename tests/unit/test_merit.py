@@ -6,8 +6,8 @@ The perflog below is TEST DATA written by the test, never measured."""
 import statistics
 
 import pytest
-
 from test_report import table_after
+
 from topofoam.reporting import analysis
 from topofoam.reporting.build import build
 from topofoam.results import merit, stats
