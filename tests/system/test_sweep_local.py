@@ -345,3 +345,71 @@ def test_report_counts_mpi_calls_per_variant(variants_run):
         for r in read_perflog(results / "perflogs" / "local" / p / "VariantRun.log")
     }
     assert shown == want
+
+
+@pytest.mark.parametrize("partition", PARTITIONS)
+def test_perflog_rows_carry_the_figures_of_merit(variants_run, partition):
+    """FVOPS, FVOPS per node and T* of every run, from its own cells, steps, tasks and wall."""
+    _, results = variants_run
+    for row in read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log"):
+        cells, steps, wall = (
+            int(row["expected_cells"]),
+            int(row["expected_steps"]),
+            float(row["wall_value"]),
+        )
+        assert float(row["FVOPS_value"]) == pytest.approx(cells * steps / wall, rel=1e-6)
+        assert float(row["FVOPS_per_node_value"]) == pytest.approx(cells * steps / wall)
+        assert float(row["T_star_value"]) == pytest.approx(wall / steps * 2 / cells)
+        assert (row["FVOPS_unit"], row["T_star_unit"]) == ("cells/s", "core-s/cell")
+
+
+def test_export_for_the_community(variants_run, tmp_path):
+    """One command writes the local results in OHC-1's fields, CSV and JSON: a row per
+    configuration with the perflog's numbers, this machine's description, no energy."""
+    _, results = variants_run
+    out = tmp_path / "export"
+    done = subprocess.run(
+        [PYTHON, "-m", "topofoam.export", "--results", str(results), "--out", str(out)],
+        cwd=REPO / "reframe",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads((out / "ohc1-local.json").read_text())
+    with open(out / "ohc1-local.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    sims = document["simulations"]
+    assert len(sims) == len(table) > 0
+    assert f"export: {len(sims)} configuration(s) of local" in done.stdout
+    perflog = {
+        (partition, r["setting"]): r
+        for partition in PARTITIONS
+        for r in read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
+    }
+    variants = {
+        (s["Partition"], s["Configuration"]): s
+        for s in sims
+        if s["Check"] == "VariantRun"
+    }
+    assert variants.keys() == perflog.keys()
+    for key, s in variants.items():
+        r = perflog[key]
+        assert s["Number of Cells"] == int(r["expected_cells"])
+        assert (s["Number of Nodes"], s["Number of CPU Cores"]) == (1, 2)
+        assert s["Run Wall-Clock Time [s]"] == pytest.approx(float(r["wall_value"]))
+        assert s["FVOPS"] == pytest.approx(float(r["FVOPS_value"]), rel=1e-6)
+        assert s["OpenFOAM Flavor"] == "ESI v1912"
+        reference = (r["variant"], r["binding"]) == ("standard", "block")
+        assert s["Track"] == ("hardware" if reference else "software")
+        assert s["Run Consumed Energy [kWh]"] is None
+    system = document["system"]
+    models = {
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith("model name")
+    }
+    assert system["Hardware Spec (CPU)"] == " / ".join(sorted(models))
+    assert system["Memory per Node [GiB]"] > 0
+    assert system["MPI"].startswith("Open MPI 4.1")
+    assert any("energy" in u for u in document["unknown"])
+    assert table[0]["Hardware Spec (CPU)"] == system["Hardware Spec (CPU)"]

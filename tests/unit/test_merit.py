@@ -3,11 +3,14 @@ what a run logged, their n/a with a reason, and the report's table of them.
 
 The perflog below is TEST DATA written by the test, never measured."""
 
+import json
 import statistics
+import subprocess
 
 import pytest
 from test_report import table_after
 
+from conftest import PYTHON, REPO
 from topofoam.reporting import analysis
 from topofoam.reporting.build import build
 from topofoam.results import merit, stats
@@ -149,3 +152,80 @@ def test_zero_times_give_no_number(tmp_path):
     assert "2 row(s) rejected: wall is zero (2)" in md
     assert not analysis.merits(report.groups)
     assert "No solver run was collected" in md
+
+
+# -- the OHC-1 export ----------------------------------------------------------------------
+
+
+def export_cli(*args):
+    return subprocess.run(
+        [PYTHON, "-m", "topofoam.export", *map(str, args)],
+        cwd=REPO / "reframe",
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.fixture
+def vsc5_results(tmp_path):
+    lines = [
+        row(i, variant, wall)
+        for i, (variant, wall) in enumerate((v, w) for v, walls in WALLS.items() for w in walls)
+    ]
+    report_of(tmp_path, lines)
+    return tmp_path / "results"
+
+
+def test_export_of_a_seed_system_takes_its_published_description(vsc5_results, tmp_path):
+    info = tmp_path / "info.json"
+    info.write_text('{"memory_gib": 512, "filesystem": "GPFS", "affiliation": "TU Wien"}')
+    done = export_cli("--results", vsc5_results, "--system-info", info, "--out", tmp_path / "x")
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "x" / "ohc1-vsc5.json").read_text())
+    system = document["system"]
+    assert system["Hardware Spec (CPU)"] == "AMD EPYC 7713"
+    assert (system["Cores per Node"], system["Number of Sockets"]) == (128, 2)
+    assert system["Network Interconnect"] == "InfiniBand 200 Gbit/s"
+    assert (system["Memory per Node [GiB]"], system["Storage File-System"]) == (512, "GPFS")
+    assert system["Contributor Affiliation"] == "TU Wien"
+    assert "Last-Level Cache" in document["unknown"]  # nobody said
+    sims = {s["Variant"]: s for s in document["simulations"]}
+    t = statistics.median(WALLS["standard"])
+    assert sims["standard"]["FVOPS"] == pytest.approx(CELLS * STEPS / t)
+    assert sims["standard"]["Track"] == "hardware"
+    assert sims["local+global"]["Track"] == "software"
+    assert sims["standard"]["Repeats"] == 5
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("{", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"ram": 5}', "unknown key(s) ram -- use cpu, sockets"),
+        ('{"sockets": 0}', "sockets is 0 -- give a whole number of 1 or more"),
+        ('{"cores_per_node": "many"}', "cores_per_node is 'many'"),
+        ('{"memory_gib": -1}', "memory_gib is -1"),
+        ('{"filesystem": 3}', "filesystem is 3 -- give it as text"),
+    ],
+)
+def test_a_bad_system_info_file_is_one_line(vsc5_results, tmp_path, text, said):
+    info = tmp_path / "info.json"
+    info.write_text(text)
+    done = export_cli("--results", vsc5_results, "--system-info", info)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"export: {info}: ") and said in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_export_without_runs_or_with_two_systems(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = export_cli("--results", empty)
+    assert (
+        done.returncode == 2 and "holds runs of no system -- name one with --system" in done.stderr
+    )
+    done = export_cli("--results", empty, "--system", "vsc5")
+    assert done.returncode == 2 and "no solver run of vsc5" in done.stderr
+    done = export_cli("--results", tmp_path / "nowhere")
+    assert done.returncode == 2 and "is not a folder" in done.stderr

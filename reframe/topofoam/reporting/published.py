@@ -41,3 +41,10 @@ def tuning(system: str) -> list[dict]:
         return []
     rows, _ = _rows("oci_tuning_seed002.csv")
     return rows
+
+
+def system(name: str) -> dict:
+    """The seeds' description of one of their systems (CPU, cores, network, MPI, OpenFOAM),
+    by the suite's name of it ({} for other systems)."""
+    rows, _ = _rows("systems_seeds.csv")
+    return next((r for r in rows if r["suite"] == name), {})
