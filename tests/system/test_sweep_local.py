@@ -386,11 +386,7 @@ def test_export_for_the_community(variants_run, tmp_path):
         for partition in PARTITIONS
         for r in read_perflog(results / "perflogs" / "local" / partition / "VariantRun.log")
     }
-    variants = {
-        (s["Partition"], s["Configuration"]): s
-        for s in sims
-        if s["Check"] == "VariantRun"
-    }
+    variants = {(s["Partition"], s["Configuration"]): s for s in sims if s["Check"] == "VariantRun"}
     assert variants.keys() == perflog.keys()
     for key, s in variants.items():
         r = perflog[key]
