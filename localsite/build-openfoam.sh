@@ -66,21 +66,9 @@ total=0
 for d in "${dirs[@]}"; do
     total=$((total + $(grep -cE '\.[cC]$' "$tree/$d/Make/files" || true)))
 done
-(
-    while sleep 60; do
-        done_=$(find "$tree/build" "$tree/platforms" -name '*.o' 2>/dev/null | wc -l)
-        t=$((SECONDS - started))
-        rest=""
-        # What is left, at this build's own rate on this machine so far.
-        [ "$done_" -gt 0 ] && [ "$done_" -lt "$total" ] \
-            && rest=", about $(( (t * (total - done_) / done_ + 59) / 60 )) min to go"
-        echo "build-openfoam: $done_ of about $total objects compiled, $(elapsed) elapsed$rest" >&3
-    done
-) 2>/dev/null &
-ticker=$!
-# Under set -e a failing command in the trap becomes the script's status: the ticker may be
-# between two sleeps (nothing for pkill) or gone, and a finished build must still exit 0.
-trap 'pkill -P $ticker 2>/dev/null || true; kill $ticker 2>/dev/null || true; rm -rf "$work"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
+start_ticker build-openfoam "$total" 0 "$tree/build" "$tree/platforms"
+trap 'stop_ticker; rm -rf "$work"' EXIT
 
 (
     set +u

@@ -97,30 +97,14 @@ read -r total_libs total_objs every_lib < <(python3 "$here/libclosure.py" "$tree
 say "building $total_libs of $every_lib library folders: what the applications link and the cases load"
 
 # 4. Progress every minute, from what the build has written so far.
+. "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
 count_sources() { cat "$@" 2>/dev/null | grep -cE '\.([cCL]|cxx|cpp)$' || true; }
 for app in "${apps[@]}"; do
     total_objs=$((total_objs + $(cd "$tree" && count_sources "$app/Make/files")))
     case "$app" in applications/modules/*) total_libs=$((total_libs + 1));; esac
 done
-objs_before=$( (find "$tree/platforms" "$tree/build" -name '*.o' 2>/dev/null || true) | wc -l)  # a continued build
-(
-    while sleep 60; do
-        libs=$(find "$tree/platforms" "$tree/build" -name '*.so' 2>/dev/null | wc -l)
-        objs=$(find "$tree/platforms" "$tree/build" -name '*.o' 2>/dev/null | wc -l)
-        t=$((SECONDS - started))
-        rest=""
-        # The estimate goes by this run's own rate: a continued build started with objects.
-        done_now=$((objs - objs_before))
-        [ "$done_now" -gt 0 ] && [ "$objs" -lt "$total_objs" ] \
-            && rest=", about $(( (t * (total_objs - objs) / done_now + 59) / 60 )) min to go"
-        echo "build-tree: $libs of about $total_libs libraries, $objs of about $total_objs" \
-             "objects, $(elapsed)$rest" >&3
-    done
-) 2>/dev/null &
-ticker=$!
-# Under set -e a failing command in the trap becomes the script's status: the ticker may be
-# between two sleeps (nothing for pkill) or gone, and a finished build must still exit 0.
-trap 'pkill -P $ticker 2>/dev/null || true; kill $ticker 2>/dev/null || true' EXIT
+start_ticker build-tree "$total_objs" "$total_libs" "$tree/platforms" "$tree/build"
+trap stop_ticker EXIT
 
 # 5. wmake, src/, the applications: incremental, so a rerun continues.
 # The compiler sees the tree through one path per flavour, <flavour>-building (a link to
