@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from localsite import facts, flavours, openfoam, strays
+from localsite import estimate, facts, flavours, openfoam, strays
 from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
@@ -274,6 +274,12 @@ def run(args: argparse.Namespace) -> int:
                 f"partition '{needs_root}' needs root (its Slurm daemons run as "
                 f"root) -- rerun as root, or choose '--partition cpu'"
             )
+    # How long this will take: the last like run on this machine, else the reference run.
+    builds = [t for t in ("scotch", "patched") if not openfoam.is_built(t)]
+    if args.openfoam not in ("v1912", "all") and "patched" in builds:
+        builds.remove("patched")
+    selections = [estimate.selection(p, args) for p in partitions]
+    print(estimate.say(selections, builds), flush=True)
     try:
         lib = openfoam.ensure_built()
         if args.openfoam in ("v1912", "all"):
@@ -364,12 +370,19 @@ def run(args: argparse.Namespace) -> int:
             print(f"bench: ReFrame on local:{partition}", flush=True)
             extra = _environments(args.openfoam) + args.reframe_args + skip.get(partition, [])
             retries = EMU_RETRIES if partition == "emu" else 0
+            began = time.monotonic()
             done = subprocess.run(
                 _reframe_command(partition, report, args.tag, extra, retries),
                 env=env,
                 cwd=paths.REPO,
             )
             outcome[partition] = (*_summarise(report, done.returncode), report)
+            if not args.resume and outcome[partition][0]:  # a resumed run is only a part
+                estimate.record(
+                    estimate.selection(partition, args),
+                    time.monotonic() - began,
+                    outcome[partition][0],
+                )
     finally:
         if started_slurm:
             slurm.stop()

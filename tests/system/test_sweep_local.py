@@ -7,11 +7,13 @@ import json
 import os
 import re
 import subprocess
+from argparse import Namespace
 from pathlib import Path
 
 import pytest
 
 from conftest import IS_ROOT, PYTHON, REPO, bench_cli, free_port
+from localsite import estimate
 
 PARTITIONS = ["cpu", "slurm"] if IS_ROOT else ["cpu"]
 NO_COSTS = "none: no p2p measurement, none published"
@@ -66,6 +68,22 @@ def test_variants_pass_on_both_partitions(variants_run):
         # 8 runs, a standard run (the fields' reference) and a prepared case per case, the
         # build and MPI call counter fixtures.
         assert f"  local:{partition}: 14/14 test cases passed" in done.stdout, done.stdout
+
+
+def test_the_run_says_at_its_start_how_long_it_takes_and_records_what_it_took(variants_run):
+    """The first line says how long (or that this selection was never timed here); the run's
+    own time per partition is then what the next like run is estimated by."""
+    done, _ = variants_run
+    said = re.search(
+        r"^bench: (this run takes about \d+ min|no estimate of how long).*$", done.stdout, re.M
+    )
+    assert said and done.stdout.index(said.group(0)) < done.stdout.index("bench: ReFrame on")
+    args = Namespace(
+        tag=["variants"], openfoam="v1912", repeats=None, compare_all=False, reframe_args=[]
+    )
+    for partition in PARTITIONS:
+        like = estimate.last_like(estimate.selection(partition, args))
+        assert like is not None and like["cases"] == 14 and like["seconds"] > 0
 
 
 @pytest.mark.parametrize("partition", PARTITIONS)
