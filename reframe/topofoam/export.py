@@ -29,6 +29,7 @@ import csv
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -161,17 +162,12 @@ def _mpi() -> str | None:
     """Open MPI's version, as the ompi_info on PATH (the one the local checks run) says."""
     try:
         out = subprocess.run(
-            ["ompi_info", "--parsable", "--version", "ompi"],
-            capture_output=True,
-            text=True,
-            timeout=30,
+            ["ompi_info", "--version"], capture_output=True, text=True, timeout=30
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    for line in out.splitlines():
-        if line.startswith("ompi:version:full:"):
-            return f"Open MPI {line.rsplit(':', 1)[1]}"
-    return None
+    found = re.search(r"Open MPI v(\S+)", out)
+    return f"Open MPI {found.group(1)}" if found else None
 
 
 def probe(results: Path) -> dict:
