@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     if system is None:
         system = site_system(config)
         rest += ["--system", system]
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="topofoam-plan-") as scratch:
         jobs = dry_run(rest, Path(scratch))
         if not jobs:
@@ -187,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     print(f"plan: {system}, from {config}")
     print(table(jobs))
+    print(f"plan: {len(jobs)} jobs planned in {time.monotonic() - began:.1f} s")
     return 0
 
 

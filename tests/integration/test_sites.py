@@ -475,3 +475,46 @@ def test_esi_nodecomms_job_scripts_on_oci(tmp_path):
             "simpleFoam -parallel -opt-switch nodeComms=1 -opt-switch topoControl=7"
         ), launch
         assert "FOAM_REDUCTION_SCHEDULE" not in script
+
+
+#: The sweep stages' checks, by the stage names of EXPECTED.
+STAGE_CHECKS = {
+    "variants": "VariantRun",
+    "intra1": "Intra1Run",
+    "intra2": "Intra2Run",
+    "inter1": "Inter1Run",
+    "inter2": "Inter2Run",
+    "cost": "CostRun",
+    "p2p": "PingPongRun",
+    "storage": "StorageRun",
+    "seed001": "Seed001Run",
+}
+
+
+@pytest.mark.parametrize("site", sorted(EXPECTED))
+def test_the_whole_site_plan(site):
+    """What an admin runs first: the plan of every check of the site, no selection. Each
+    sweep stage plans the jobs the listing counts, every one a batch job; the total adds up."""
+    done = subprocess.run(
+        [PYTHON, "-m", "topofoam.plan", "-C", f"site-configs/{site}.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = done.stdout.splitlines()
+    assert out[0] == f"plan: {site}, from site-configs/{site}.py"
+    rows = {
+        ln.split()[0]: [float(x) for x in ln.split()[1:]]
+        for ln in out[2:]
+        if ln.split() and not ln.startswith("plan:")
+    }
+    for stage, check in STAGE_CHECKS.items():
+        jobs, most_nodes, node_hours, local = rows[check]
+        assert (jobs, local) == (EXPECTED[site][stage], 0), (stage, rows[check])
+        assert most_nodes >= 1 and node_hours > 0
+    total = rows.pop("total")
+    assert total[0] == sum(r[0] for r in rows.values())
+    assert total[2] == pytest.approx(sum(r[2] for r in rows.values()), abs=0.1 * len(rows))
+    assert re.search(r"^plan: \d+ jobs planned in \d+\.\d s$", out[-1]), out[-1]
