@@ -15,6 +15,7 @@ The perflog's ``costs`` column and the report say which one priced a run.
 from __future__ import annotations
 
 import csv
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +88,12 @@ def for_partition(system: str, part_name: str, node: str, extras: dict) -> Costs
 
     perflogs = paths.results_dir() / "perflogs" / system
     rows = p2p.table(perflogs) if perflogs.is_dir() else []
-    machine = topology.load(node)
-    crossed = levels_crossed(machine, max(extras.get("nodes") or [1]))
-    return choose(f"{system}:{part_name}", rows, crossed, extras.get("published_costs", ""))
+    crossed = _crossed(node, max(extras.get("nodes") or [1]))
+    return choose(f"{system}:{part_name}", rows, list(crossed), extras.get("published_costs", ""))
+
+
+@functools.cache
+def _crossed(node: str, max_nodes: int) -> tuple[str, ...]:
+    """levels_crossed of a node description, read once per process: every test of a
+    partition asks, and reading one is an lstopo run."""
+    return tuple(levels_crossed(topology.load(node), max_nodes))

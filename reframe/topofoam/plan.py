@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from topofoam.paths import CHECKS, REPO
+from topofoam.paths import CHECKS, REPO, results_dir
 
 
 @dataclass
@@ -75,10 +75,39 @@ def _reframe() -> str:
     return found
 
 
-def dry_run(reframe_args: list[str], scratch: Path) -> list[Job]:
+def plan_env(scratch: Path) -> dict:
+    """The dry run's environment: results into ``scratch``, and a Slurm that asks nobody.
+
+    ReFrame runs ``srun --version`` for every job it writes (whether srun takes
+    --cpus-per-task). On a machine without a Slurm configuration (a laptop, this project's CI)
+    that srun looks its controller up through DNS, off the machine, once per test: seconds
+    each, thousands of times. A plan submits nothing, so where the machine has no
+    configuration srun gets an empty one and answers at once (ReFrame then assumes a current
+    Slurm, which changes no job's nodes or time)."""
     env = dict(os.environ, TOPOFOAM_RESULTS=str(scratch))
+    if "SLURM_CONF" not in env and not Path("/etc/slurm/slurm.conf").exists():
+        env["SLURM_CONF"] = os.devnull
+    return env
+
+
+def dry_run(reframe_args: list[str], scratch: Path) -> list[Job]:
+    env = plan_env(scratch)
+    # The local site reads what ./bench setup found of this machine beside the results.
+    facts = results_dir() / "local-site.json"
+    if facts.is_file():
+        shutil.copy2(facts, scratch / facts.name)
+    policy = [] if _option(reframe_args, "--exec-policy") else ["--exec-policy", "serial"]
     done = subprocess.run(
-        [_reframe(), "-c", str(CHECKS), "--dry-run", *reframe_args],
+        [
+            sys.executable,
+            "-m",
+            "topofoam.dryrun",
+            "-c",
+            str(CHECKS),
+            "--dry-run",
+            *policy,
+            *reframe_args,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -148,7 +177,7 @@ def known_tags(reframe_args: list[str], scratch: Path) -> str:
     done = subprocess.run(
         [_reframe(), "-c", str(CHECKS), "--list-tags", *reframe_args],
         cwd=REPO,
-        env=dict(os.environ, TOPOFOAM_RESULTS=str(scratch)),
+        env=plan_env(scratch),
         capture_output=True,
         text=True,
     )

@@ -42,9 +42,9 @@ PERFLOG_NOISE = [
 ]
 
 
-def perflog_folder(argv: list[str] | None = None) -> str:
-    """'perflogs', or 'perflogs-dry-run' when ReFrame was started with --dry-run."""
-    return "perflogs-dry-run" if "--dry-run" in (sys.argv if argv is None else argv) else "perflogs"
+def is_dry_run(argv: list[str] | None = None) -> bool:
+    """Whether ReFrame was started with --dry-run (the planner's runs)."""
+    return "--dry-run" in (sys.argv if argv is None else argv)
 
 
 def sections(results: Path) -> dict:
@@ -56,6 +56,9 @@ def sections(results: Path) -> dict:
                 "topology_prefix": str(results / "reframe" / "topology"),
                 "report_file": str(results / "reframe" / "reports" / "run-report-{sessionid}.json"),
                 "check_search_recursive": False,
+                # A dry run's performance lines are all "None" (nothing ran): out of sight
+                # (the logger of a dry run passes info and above).
+                "perf_info_level": "debug" if is_dry_run() else "info",
             },
         ],
         "storage": [
@@ -69,7 +72,7 @@ def sections(results: Path) -> dict:
             {
                 # A dry run (the planner's) logs no debug lines: ReFrame formats every debug
                 # line of every test before a handler drops it, most of a whole site's plan.
-                "level": "info" if perflog_folder() == "perflogs-dry-run" else "debug",
+                "level": "info" if is_dry_run() else "debug",
                 "handlers": [
                     {
                         "type": "file",
@@ -87,16 +90,18 @@ def sections(results: Path) -> dict:
                         "format": "%(message)s",
                     },
                 ],
-                "handlers_perflog": [
+                # A --dry-run runs nothing: it logs no performance rows at all (before, it
+                # wrote them to a folder no tool read, a tenth of a whole site's plan).
+                "handlers_perflog": []
+                if is_dry_run()
+                else [
                     {
                         # One file per system/partition/check; '|'-separated with a header line.
                         # Every loggable parameter of a check is a column (check_#ALL), so a
                         # report reads the sweep dimensions without knowing the checks.
                         "type": "filelog",
                         "prefix": "%(check_system)s/%(check_partition)s",
-                        # A --dry-run runs nothing: its rows go to a folder of their own
-                        # that no tool reads, never among the runs.
-                        "basedir": str(results / perflog_folder()),
+                        "basedir": str(results / "perflogs"),
                         "level": "info",
                         "format": (
                             "%(check_job_completion_time)s|reframe %(version)s|"

@@ -11,8 +11,8 @@ What is not a run is never a row, and is said in ``notes``:
     or another format);
   - the header line repeated inside the file (logs concatenated);
   - a performance check's row that claims to have passed but holds no value (a
-    ``--dry-run`` writes such rows: nothing ran; the suite's site files send them to
-    ``perflogs-dry-run/`` in the first place).
+    ``--dry-run`` writes such rows: nothing ran; the suite's site files log no rows in a
+    dry run in the first place).
 
 What is a row but cannot be a measurement is *rejected* with a reason (topofoam.results.values:
 a time that is NaN, infinite, negative or zero; a node count that is not a whole number...):
