@@ -9,7 +9,7 @@ import numpy as np
 
 from rankmap.errors import InputError
 from rankmap.graph import CommGraph
-from rankmap.mapping import Placement
+from rankmap.mapping import Placement, level_volumes
 from rankmap.schedule import hierarchical, openfoam_tree
 from rankmap.topology import LEVELS
 
@@ -69,7 +69,7 @@ def analyze(
 ) -> dict:
     u, v, w = graph.edges()
     level = placement.level_between(u, v)
-    volume = [int(w[level == lv].sum()) for lv in range(len(LEVELS))]
+    volume = level_volumes(graph, placement).tolist()
     total = sum(volume) or 1
     cross = level == 3
     inter_node = np.zeros(graph.n, dtype=np.int64)
@@ -79,6 +79,7 @@ def analyze(
     stock, ours = openfoam_tree(placement), hierarchical(placement)
     return {
         "placement": placement.name,
+        "note": placement.note,
         "ranks": graph.n,
         "nodes": placement.nodes,
         "halo_volume": dict(zip(LEVELS, volume)),
@@ -137,7 +138,9 @@ def table(results: list[dict]) -> str:
     )
     width = max(len(label) for label, _ in rows)
     cols = [max(len(row[1][i]) for row in rows) for i in range(len(results))]
-    return "\n".join(
+    lines = [
         label.ljust(width) + "  " + "  ".join(cell.rjust(c) for cell, c in zip(cells, cols))
         for label, cells in rows
-    )
+    ]
+    lines += [f"{r['placement']}: {r['note']}" for r in results if r.get("note")]
+    return "\n".join(lines)

@@ -141,7 +141,7 @@ def quality(cache: Path) -> list[dict]:
                 }
                 for name in ("block", "scotch-tleaf", "rankmap"):
                     t0 = time.perf_counter()
-                    placement = mapping.place(name, g, machine, nodes)
+                    placement = mapping.place(name, g, machine, nodes, costs=costs)
                     seconds = time.perf_counter() - t0
                     placement.check()
                     a = analysis.analyze(g, placement, costs, seconds)

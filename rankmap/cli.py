@@ -108,10 +108,17 @@ def _progress(done: int, total: int) -> None:
         print(f"rankmap: mapped {done}/{total} nodes", file=sys.stderr, flush=True)
 
 
-def _place(name, g, machine, nodes, args):
+def _place(name, g, machine, nodes, args, costs=None):
     t0 = time.perf_counter()
     placement = mapping.place(
-        name, g, machine, nodes, args.seed, progress=_progress, partitioner=args.partitioner
+        name,
+        g,
+        machine,
+        nodes,
+        args.seed,
+        progress=_progress,
+        partitioner=args.partitioner,
+        costs=costs,
     )
     return placement, time.perf_counter() - t0
 
@@ -120,7 +127,8 @@ def cmd_map(args) -> int:
     g, machine = load_graph(args.case), topology.load(args.topology)
     nodes = args.nodes
     hosts = hosts_for(args, nodes)
-    placement, seconds = _place(args.placement, g, machine, nodes, args)
+    costs = analysis.cost_vector(args.cost_system, args.cost_size, args.cost_table)
+    placement, seconds = _place(args.placement, g, machine, nodes, args, costs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     outputs.rankfile(placement, hosts, out / "rankfile")
@@ -130,7 +138,6 @@ def cmd_map(args) -> int:
     scheduledict.write(hierarchical(placement), out / "reductionSchedule", args.placement)
     default = mapping.block(g, machine, nodes)
     scheduledict.write(hierarchical(default), out / "reductionSchedule.block", "block")
-    costs = analysis.cost_vector(args.cost_system, args.cost_size, args.cost_table)
     result = [analysis.analyze(g, default, costs), analysis.analyze(g, placement, costs, seconds)]
     (out / "analysis.json").write_text(json.dumps(result, indent=1))
     print(f"rankmap: {g.n} ranks on {nodes} x {machine.describe()}")
@@ -145,7 +152,8 @@ def cmd_map(args) -> int:
 
 def cmd_schedule(args) -> int:
     g, machine = load_graph(args.case), topology.load(args.topology)
-    placement, _ = _place(args.placement, g, machine, args.nodes, args)
+    costs = analysis.cost_vector(args.cost_system, args.cost_size, args.cost_table)
+    placement, _ = _place(args.placement, g, machine, args.nodes, args, costs)
     schedule = hierarchical(placement)
     scheduledict.write(schedule, Path(args.out), args.placement)
     per_level = "/".join(map(str, schedule.edges_per_level()))
@@ -161,7 +169,7 @@ def cmd_analyze(args) -> int:
     costs = analysis.cost_vector(args.cost_system, args.cost_size, args.cost_table)
     results = []
     for name in args.placement.split(","):
-        placement, seconds = _place(name, g, machine, args.nodes, args)
+        placement, seconds = _place(name, g, machine, args.nodes, args, costs)
         results.append(analysis.analyze(g, placement, costs, seconds))
     print(f"rankmap: {g.n} ranks on {args.nodes} x {machine.describe()}; costs us/level {costs}")
     print(analysis.table(results))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import PYTHON, REPO
-from rankmap import graph, mapping, outputs, scotch, topology
+from rankmap import analysis, graph, mapping, outputs, scotch, topology
 from rankmap.balance import enforce_sizes
 from rankmap.errors import InputError
 from rankmap.schedule import openfoam_tree
@@ -254,3 +254,59 @@ def test_every_ranks_per_node_count_places_and_schedules(preset):
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-1500:]}"
     name, cores = done.stdout.split()
     assert name == preset and int(cores) >= 2
+
+
+def _ring_with_shortcuts(n: int, seed: int) -> graph.CommGraph:
+    """TEST DATA: ranks on a line, each talking to a few next ranks and now and then to a
+    random far one, with random face counts (a decomposition's graph, roughly)."""
+    rng = np.random.default_rng(seed)
+    u, v, w = [], [], []
+    for i in range(n):
+        for d in (1, 2, 3):
+            if i + d < n and rng.random() < 0.8:
+                u.append(i), v.append(i + d), w.append(int(rng.integers(1, 50)))
+        if rng.random() < 0.3:
+            j = int(rng.integers(0, n))
+            if j != i:
+                u.append(i), v.append(j), w.append(int(rng.integers(1, 50)))
+    u, v, w = np.array(u), np.array(v), np.array(w)
+    return graph.CommGraph.from_arcs(
+        n, np.concatenate([u, v]), np.concatenate([v, u]), np.concatenate([w, w])
+    )
+
+
+@pytest.mark.parametrize(
+    "preset, seed, nodes", [("oci-nps2", 18, 2), ("oci-nps1", 2, 3), ("vsc5", 8, 4)]
+)
+def test_rankmap_is_never_above_block_or_tleaf_by_construction(preset, seed, nodes):
+    """Graphs on which the level-by-level split ends above block in hop-bytes (the positive
+    control: without the comparison rankmap would lose there); rankmap's placement then is
+    block's or tleaf's, says so, and is never above either."""
+    machine = topology.load(preset)
+    costs = analysis.cost_vector("vsc5")
+    g = _ring_with_shortcuts(machine.cores * nodes, seed)
+    split = mapping.hierarchical(g, machine, nodes)
+    block = mapping.block(g, machine, nodes)
+    tleaf = mapping.scotch_tleaf(g, machine, nodes)
+    assert mapping.objective(g, split, costs) > mapping.objective(g, block, costs)
+    chosen = mapping.place("rankmap", g, machine, nodes, costs=costs)
+    chosen.check()
+    mine = mapping.objective(g, chosen, costs)
+    assert mine <= mapping.objective(g, block, costs) and mine <= mapping.objective(g, tleaf, costs)
+    assert chosen.name == "rankmap" and chosen.note.endswith("below the hierarchical split's")
+    said = analysis.table([analysis.analyze(g, chosen, costs)])
+    assert f"rankmap: {chosen.note}" in said
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rankmap_keeps_its_own_split_where_it_is_better(seed):
+    machine = topology.load("hpc2")
+    costs = analysis.cost_vector("hpc2")
+    g = _ring_with_shortcuts(machine.cores * 3, seed)
+    chosen = mapping.place("rankmap", g, machine, 3, costs=costs)
+    split = mapping.hierarchical(g, machine, 3)
+    block = mapping.block(g, machine, 3)
+    mine = mapping.objective(g, chosen, costs)
+    assert mine <= mapping.objective(g, block, costs)
+    if mapping.objective(g, split, costs) <= mapping.objective(g, block, costs):
+        assert chosen.note == "" and (chosen.node_of == split.node_of).all()
