@@ -277,6 +277,12 @@ def objective(graph: CommGraph, placement: Placement, costs: list[float] | None)
     return (hop_bytes, *volume[::-1].tolist())
 
 
+#: Up to this many ranks rankmap compares itself with SCOTCH's tleaf mapping too (about 1 s at
+#: 16,384 ranks, like the split itself); tleaf's time grows faster than the split's (80 s at
+#: 131,072 ranks), so beyond it only block, the default, is compared.
+TLEAF_COMPARED = 16_384
+
+
 def rankmap(
     graph: CommGraph,
     machine: Node,
@@ -289,14 +295,16 @@ def rankmap(
     """The hierarchical placement, unless the default (block) or SCOTCH's tleaf mapping
     costs less: then that one, named rankmap with a note. Splitting level by level minimises
     each level's cut on its own, which can leave the whole a few hop-bytes above a baseline;
-    comparing with the baselines makes "never above block or tleaf" hold by construction.
+    comparing with the baselines makes "never above block or tleaf" hold by construction
+    (tleaf up to TLEAF_COMPARED ranks).
     On a tie the hierarchical placement stays (its schedule follows its own split)."""
     ours = hierarchical(graph, machine, nodes, seed, progress, partitioner)
     baselines = [block(graph, machine, nodes)]
-    try:
-        baselines.append(scotch_tleaf(graph, machine, nodes, seed))
-    except InputError:
-        pass  # tleaf needs the same number of ranks on every NUMA node
+    if graph.n <= TLEAF_COMPARED:
+        try:
+            baselines.append(scotch_tleaf(graph, machine, nodes, seed))
+        except InputError:
+            pass  # tleaf needs the same number of ranks on every NUMA node
     mine = objective(graph, ours, costs)
     best = min(baselines, key=lambda p: objective(graph, p, costs))
     if objective(graph, best, costs) >= mine:
