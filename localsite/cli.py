@@ -274,13 +274,14 @@ def run(args: argparse.Namespace) -> int:
                 f"partition '{needs_root}' needs root (its Slurm daemons run as "
                 f"root) -- rerun as root, or choose '--partition cpu'"
             )
-    # How long this will take: the last like run on this machine, else the reference run.
-    builds = [t for t in ("scotch", "patched") if not openfoam.is_built(t)]
-    if args.openfoam not in ("v1912", "all") and "patched" in builds:
-        builds.remove("patched")
-    selections = [estimate.selection(p, args) for p in partitions]
-    print(estimate.say(selections, builds), flush=True)
     try:
+        # How long this will take: the last like run on this machine, else the reference
+        # run (the cache is read here first: a cache it cannot read ends below, in one line).
+        builds = [t for t in ("scotch", "patched") if not openfoam.is_built(t)]
+        if args.openfoam not in ("v1912", "all") and "patched" in builds:
+            builds.remove("patched")
+        selections = [estimate.selection(p, args) for p in partitions]
+        print(estimate.say(selections, builds), flush=True)
         lib = openfoam.ensure_built()
         if args.openfoam in ("v1912", "all"):
             # Built here, not first inside ReFrame's build fixture: its progress (objects
