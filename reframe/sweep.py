@@ -25,8 +25,8 @@ from reframe.core.builtins import fixture, parameter, run_after
 
 import reframe as rfm
 from topofoam import presets, sweep
-from topofoam.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild
-from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
+from topofoam.fixtures import CountsMpiCalls
+from topofoam.sweep import PreparedLayout, ReferenceRun, StageRun, layout_name
 
 
 class VariantCase(PreparedLayout):
@@ -54,49 +54,28 @@ class CostCase(PreparedLayout):
     layout = parameter(sweep.layouts("all"), fmt=layout_name)
 
 
-class _Reference(SweepRun):
-    """The standard run of a stage's case at a layout, with the partition's settings: the
-    fields every other run of the stage on that layout must match (topofoam/fields.py)."""
-
-    build = fixture(PatchedOpenFOAMBuild, scope="environment")
-    valid_prog_environs = ["+reduction-schedule"]
-    stage = "reference"
-    repeat = parameter([0])  # one reference per case and layout: its fields are compared
-
-
-class VariantReference(_Reference):
+class VariantReference(ReferenceRun):
     prepared = fixture(VariantCase, scope="environment")
 
 
-class Intra1Reference(_Reference):
+class Intra1Reference(ReferenceRun):
     prepared = fixture(Intra1Case, scope="environment")
 
 
-class Intra2Reference(_Reference):
+class Intra2Reference(ReferenceRun):
     prepared = fixture(Intra2Case, scope="environment")
 
 
-class InterReference(_Reference):
+class InterReference(ReferenceRun):
     prepared = fixture(InterCase, scope="environment")
 
 
-class CostReference(_Reference):
+class CostReference(ReferenceRun):
     prepared = fixture(CostCase, scope="environment")
 
 
-class _Stage(SweepRun):
-    """A stage's run: ``standard_run`` (a fixture) brings the prepared case."""
-
-    build = fixture(PatchedOpenFOAMBuild, scope="environment")
-    valid_prog_environs = ["+reduction-schedule"]
-
-    @property
-    def prepared(self):
-        return CaseCopy(self.standard_run)
-
-
 @rfm.simple_test
-class VariantRun(CountsMpiCalls, _Stage):
+class VariantRun(CountsMpiCalls, StageRun):
     """Seed 000's variants x placement, at every node count of the partition, with the MPI
     calls of the reduction paths counted: MPI_Allreduce (OpenFOAM's own), and MPI_Reduce and
     MPI_Bcast (ESI's two-level path: reduce on the node, all-reduce between the nodes' leaders,
@@ -117,7 +96,7 @@ class VariantRun(CountsMpiCalls, _Stage):
 
 
 @rfm.simple_test
-class Intra1Run(_Stage):
+class Intra1Run(StageRun):
     """Processes per node on one node, defaults otherwise."""
 
     binding = parameter(["block"])
@@ -127,7 +106,7 @@ class Intra1Run(_Stage):
 
 
 @rfm.simple_test
-class Intra2Run(_Stage):
+class Intra2Run(StageRun):
     """Placement x (UCX, collectives) pairs on one node, on every NPS partition."""
 
     binding = parameter(["block", "cyclic"])
@@ -139,7 +118,7 @@ class Intra2Run(_Stage):
 
 
 @rfm.simple_test
-class Inter1Run(_Stage):
+class Inter1Run(StageRun):
     """UCX inter-node presets at every node count above one, best intra settings."""
 
     ucx_inter = parameter(sweep.union("ucx_inter") or [""])
@@ -149,7 +128,7 @@ class Inter1Run(_Stage):
 
 
 @rfm.simple_test
-class Inter2Run(_Stage):
+class Inter2Run(StageRun):
     """The best settings found so far, per node count above one."""
 
     standard_run = fixture(InterReference, scope="environment")
@@ -158,7 +137,7 @@ class Inter2Run(_Stage):
 
 
 @rfm.simple_test
-class CostRun(_Stage):
+class CostRun(StageRun):
     """Standard and local+global at every node count: node-hours and the cost optimum."""
 
     variant = parameter(["standard", "local+global"])

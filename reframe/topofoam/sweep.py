@@ -16,6 +16,7 @@ import sys
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import (
+    fixture,
     parameter,
     performance_function,
     run_after,
@@ -28,7 +29,7 @@ from reframe.core.runtime import runtime
 
 from cases import Prepared
 from topofoam import fields, paths, presets, references, sweepspace
-from topofoam.fixtures import PreparedCase
+from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedCase
 from topofoam.placed import PlacedRun
 from topofoam.results import merit
 from topofoam.results.stages import format_defaults
@@ -82,6 +83,11 @@ def most_repeats() -> int:
     """The largest repeat count over the sweep partitions (the ``repeat`` parameter's
     range; each partition runs the repeats below its own count)."""
     return max((sweepspace.repeats(p) for p in partitions()), default=1)
+
+
+def most_validate_repeats() -> int:
+    """The largest validation repeat count over the sweep partitions (sweepspace)."""
+    return max((sweepspace.validate_repeats(p) for p in partitions()), default=1)
 
 
 def layout_name(layout) -> str:
@@ -180,11 +186,15 @@ class SweepRun(PlacedRun):
         """Whether this test's combination runs on ``part`` (topofoam.sweepspace)."""
         combo = Combination(self.variant, self.binding, self.ucx, self.coll, self.ucx_inter)
         settings(part)
-        if self.repeat >= sweepspace.repeats(part):
+        if self.repeat >= self.repeats_on(part):
             return False
         if not sweepspace.compares(part, self._case_name()):
             return False
         return sweepspace.applies(self.stage, combo, part, nodes, ppn, tuning())
+
+    def repeats_on(self, part) -> int:
+        """How often this run is repeated on ``part`` (a validation check repeats more)."""
+        return sweepspace.repeats(part)
 
     @run_after("init")
     def select_partitions(self):
@@ -437,3 +447,24 @@ class CaseCopy:
 
     def facts(self) -> Prepared:
         return Prepared.load(self._path)
+
+
+class ReferenceRun(SweepRun):
+    """The standard run of a stage's case at a layout, with the partition's settings: the
+    fields every other run of the stage on that layout must match (topofoam/fields.py)."""
+
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    valid_prog_environs = ["+reduction-schedule"]
+    stage = "reference"
+    repeat = parameter([0])  # one reference per case and layout: its fields are compared
+
+
+class StageRun(SweepRun):
+    """A stage's run: ``standard_run`` (a fixture) brings the prepared case."""
+
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    valid_prog_environs = ["+reduction-schedule"]
+
+    @property
+    def prepared(self):
+        return CaseCopy(self.standard_run)
