@@ -1,4 +1,4 @@
-"""Validation of a system (``-t validate``): is each partition's node what its site file says?
+"""Validation of a system (``-t validate``): the measurements its verdict is built on.
 
 NodeFingerprint runs ``python -m topofoam.fingerprint`` on a node of the partition, through the
 partition's launcher, as the benchmark runs would be: packages, NUMA nodes, cores and hardware
@@ -7,17 +7,40 @@ hwloc and OpenFOAM versions, kept in the stage folder as ``fingerprint.json``. I
 node differs from the partition's declaration (its ``cores``, ``numa_nodes`` and ``nps``
 extras), with one line per difference, e.g. ``vsc5:zen3_0512 declares 16 NUMA nodes (NPS4),
 node n3012 has 4: NPS changed?``.
+
+FabricValidation (latency, bandwidth and collective latency per hardware level) and
+SolverValidation (laplacianFoam's wall time on one node) repeat their measurement
+``validate_repeats`` times. ReFrame's results store keeps the session; ``python -m
+topofoam.validation`` judges it against the site's expectations, or against an earlier
+session (docs/checks.md).
 """
 
+import json
 import re
 import sys
 from pathlib import Path
 
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, sanity_function, variable
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 from reframe.core.exceptions import SanityError
 
 import reframe as rfm
+from topofoam import sweep, sweepspace
+from topofoam.pingpong import PingPong
+from topofoam.sweep import (
+    PreparedLayout,
+    ReferenceRun,
+    StageRun,
+    layout_name,
+    most_validate_repeats,
+)
 
 
 @sn.deferrable
@@ -47,6 +70,9 @@ class NodeFingerprint(rfm.RunOnlyRegressionTest):
     keep_files = ["fingerprint.json"]
     #: What kind of run this is (topofoam.results.stages).
     stage = variable(str, value="fingerprint", loggable=True)
+    #: What was found, as a variable: ReFrame's results store keeps it with the session, so
+    #: that a regression can show what changed on the node (topofoam.validation).
+    description = variable(dict, value={})
 
     @run_after("setup")
     def declared(self):
@@ -65,6 +91,66 @@ class NodeFingerprint(rfm.RunOnlyRegressionTest):
         self.executable_opts += ["--openfoam", f"'{flavour} {version} ({environ.name})'".strip()]
         self.executable_opts += ["--json", "fingerprint.json"]
 
+    @run_before("sanity")
+    def keep_description(self):
+        try:
+            self.description = json.loads(Path(self.stagedir, "fingerprint.json").read_text())
+        except (OSError, ValueError):
+            self.description = {}  # the sanity says why the node could not be described
+
     @sanity_function
     def node_as_declared(self):
         return _as_declared(Path(self.stagedir, self.job.stdout))
+
+
+class Validated(rfm.RegressionMixin):
+    """A measurement judged by the verdict: it records, with the session, the practical
+    margins its partition states (the ``validate_margins`` extra, a fraction by unit such as
+    ``{"s": 0.05, "us": 0.1}``; topofoam.validation.expectations.MARGINS for the rest), which
+    ``record`` writes into the expectations."""
+
+    validate_margins = variable(dict, value={})
+
+    @run_after("setup")
+    def margins_of_the_partition(self):
+        self.validate_margins = dict(self.current_partition.extras.get("validate_margins", {}))
+
+
+@rfm.simple_test
+class FabricValidation(PingPong, Validated):
+    """Latency, bandwidth and collective latency at each hardware level of the partition,
+    repeated for a verdict (sweepspace.validate_repeats)."""
+
+    repeat = parameter(range(most_validate_repeats()))
+    tags = {"validate", "fabric"}
+    stage = "validate"
+
+    def repeats_on(self, part) -> int:
+        return sweepspace.validate_repeats(part)
+
+
+class SolverValidationCase(PreparedLayout):
+    # laplacianFoam: seed 000's case whose time is mostly the solver's (a few seconds at the
+    # partition's timed steps), on one node at the partition's processes per node.
+    case = parameter(["laplacianFoam"])
+    layout = parameter(sweep.layouts("one-node"), fmt=layout_name)
+
+
+class SolverValidationReference(ReferenceRun):
+    prepared = fixture(SolverValidationCase, scope="environment")
+
+
+@rfm.simple_test
+class SolverValidation(StageRun, Validated):
+    """The solver's wall time with the partition's standard settings on one node, repeated
+    for a verdict: what a user's job would see after a maintenance."""
+
+    repeat = parameter(range(most_validate_repeats()))
+    standard_run = fixture(SolverValidationReference, scope="environment")
+    #: The wall time of the solver is judged; OpenFOAM's own clocks would repeat it.
+    validated_metrics = variable(list, value=["wall"])
+    tags = {"validate", "solver"}
+    stage = "validate"
+
+    def repeats_on(self, part) -> int:
+        return sweepspace.validate_repeats(part)

@@ -143,6 +143,12 @@ _sweep = {
         # damBreak3D keeps the ci size's 50: later, with its fixed time step, the falling
         # water's Courant number passes 1 (OpenFOAM-12, 200 steps: 1.05).
     },
+    # The validation's practical margins here (topofoam.validation): a shared 2-core virtual
+    # machine drifts by up to about 7 % in solver time between unchanged sessions, and its
+    # sub-microsecond shared-memory latencies by tens of percent (docs/timings.md), so its
+    # margins are wider than a cluster node's defaults (5 % for times in s, 10 % for us and
+    # MB/s): a fault this wide is still found (a CPU quota, a transport falling back to TCP).
+    "validate_margins": {"s": 0.10, "us": 0.50, "MB/s": 0.30},
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,

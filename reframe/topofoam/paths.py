@@ -54,3 +54,11 @@ def references_file(system: str) -> Path:
     """The performance references of ``system`` (``python -m topofoam.references`` writes
     them from a baseline run)."""
     return references_dir() / f"{system}.yaml"
+
+
+def expectations_file(system: str) -> Path:
+    """The validation expectations of ``system``: the site's reviewed, committed file
+    (``site-configs/expectations/<system>.yaml``) if there is one, else those recorded by a
+    first validation run here (``<results>/expectations/<system>.yaml``)."""
+    committed = SITE_CONFIGS / "expectations" / f"{system}.yaml"
+    return committed if committed.exists() else results_dir() / "expectations" / f"{system}.yaml"

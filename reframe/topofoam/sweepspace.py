@@ -138,6 +138,21 @@ def repeats(part: Partition) -> int:
     return max(1, int(part.extras.get("repeats", 1)))
 
 
+#: Repeats of each validation measurement (``-t validate``) unless the partition's
+#: ``validate_repeats`` says otherwise: enough that one verdict over some 20 expectations,
+#: Holm-adjusted, can still call a 10 % slowdown significant (10 against 10: the smallest
+#: one-sided rank-test p is 1 / 184,756; a sign test against a published value, 1 / 1,024).
+VALIDATE_REPEATS = 10
+
+
+def validate_repeats(part: Partition) -> int:
+    """How often each validation measurement of ``part`` is repeated: once on an emulated
+    partition (its times judge nothing), else its ``validate_repeats`` extra."""
+    if part.extras.get("emulated"):
+        return 1
+    return max(1, int(part.extras.get("validate_repeats", VALIDATE_REPEATS)))
+
+
 def compares(part: Partition, case: str) -> bool:
     """Whether the timed comparisons of ``part`` run on ``case``: every case, unless the
     partition's ``compare_cases`` names some (the local default's budget)."""

@@ -54,6 +54,11 @@ class Partition:
     #: How often each timed run is repeated (seed 002 repeated every test 5 times); the
     #: report compares medians with their confidence intervals (topofoam.results.stats).
     repeats: int = 5
+    #: Repeats of each validation measurement (-t validate; topofoam.sweepspace).
+    validate_repeats: int = 10
+    #: The validation's practical margins by unit, e.g. {"s": 0.05, "us": 0.1, "MB/s": 0.1};
+    #: a unit left out takes topofoam.validation.expectations.MARGINS.
+    validate_margins: dict = field(default_factory=dict)
 
     def __post_init__(self):
         where = f"partition {self.name}"
@@ -70,6 +75,15 @@ class Partition:
         _whole_list(self.ppn, f"{where}: ppn", 1, self.cores)
         _whole_list(self.nodes, f"{where}: nodes", 1)
         _whole(self.repeats, f"{where}: repeats", 1)
+        _whole(self.validate_repeats, f"{where}: validate_repeats", 2)
+        for unit, margin in self.validate_margins.items():
+            if unit not in ("s", "ms", "us", "MB/s", "GB/s") or not (
+                isinstance(margin, (int, float)) and 0 <= margin < 1
+            ):
+                _fail(
+                    f"{where}: validate_margins {unit!r}: {margin!r} -- give a fraction in "
+                    f"[0, 1) for a unit of s, ms, us, MB/s or GB/s"
+                )
         for kind, names in (("ucx", self.ucx), ("ucx_inter", self.ucx_inter), ("coll", self.coll)):
             table = {"ucx": presets.UCX, "ucx_inter": presets.UCX_INTER, "coll": presets.COLL}[kind]
             if not isinstance(names, list) or not names:
@@ -123,6 +137,8 @@ class Partition:
             "mpi": self.mpi,
             "published_costs": self.published_costs,
             "repeats": self.repeats,
+            "validate_repeats": self.validate_repeats,
+            "validate_margins": dict(self.validate_margins),
             "local_storage": self.local_storage,
             "node_hour_price": site.node_hour_price,
             "currency": site.currency,

@@ -63,8 +63,11 @@ def sections(results: Path) -> dict:
         ],
         "storage": [
             {
-                # Off by default in ReFrame; named here so that it never writes to ~/.reframe.
-                "enable": False,
+                # ReFrame's own results store: every real session, with its test cases and
+                # performance values, is where topofoam.validation finds the sessions it
+                # judges and compares (queried by date or --session-extras tag). Kept
+                # under results/, never ~/.reframe; a dry run (the planner's) stores nothing.
+                "enable": not is_dry_run(),
                 "sqlite_db_file": str(results / "reframe" / "results.db"),
             },
         ],

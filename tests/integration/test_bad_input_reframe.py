@@ -120,8 +120,31 @@ def listing(config, tmp_path, **env):
             r"published_costs 'lec' is not a row of rankmap/p2p_latency_us\.csv -- choose "
             r"from \['hpc2', 'vsc5'\]",
         ),
+        (
+            "hpc2",
+            'published_costs="hpc2"',
+            'published_costs="hpc2", validate_margins={"s": 1.5}',
+            r"validate_margins 's': 1\.5 -- give a fraction in \[0, 1\)",
+        ),
+        (
+            "hpc2",
+            'published_costs="hpc2"',
+            'published_costs="hpc2", validate_repeats=1',
+            r"validate_repeats is 1 -- give a whole number, 2 or more",
+        ),
     ],
-    ids=["ppn-zero", "topology", "cores", "ucx", "nodes", "price", "mpi", "costs"],
+    ids=[
+        "ppn-zero",
+        "topology",
+        "cores",
+        "ucx",
+        "nodes",
+        "price",
+        "mpi",
+        "costs",
+        "margins",
+        "val-repeats",
+    ],
 )
 def test_site_values_are_checked_when_the_file_loads(tmp_path, site, old, new, pattern):
     text = (REPO / "site-configs" / f"{site}.py").read_text()

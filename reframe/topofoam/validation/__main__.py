@@ -1,0 +1,182 @@
+"""Validate a system from its stored sessions (ReFrame's results store).
+
+    python -m topofoam.validation judge   -C site-configs/vsc5.py [--session QUERY]
+    python -m topofoam.validation record  -C site-configs/vsc5.py [--session QUERY] [--add]
+    python -m topofoam.validation compare -C site-configs/vsc5.py --before QUERY [--after QUERY]
+    python -m topofoam.validation published --system vsc5 --partition vsc5:zen3_0512 \
+        --environ openfoam-org12-patched --out site-configs/expectations/vsc5.yaml
+
+``judge``: the latest validation session (or QUERY's) against the system's expectations
+(topofoam.paths.expectations_file, or --expectations); with --record-first, a system without
+expectations gets them recorded from this session instead, and is told so. ``record``: a
+session's measurements as expectations. ``compare``: regressions of one session against an
+earlier one, with what changed on the nodes. ``published``: seed 000 Table 2's latencies of a
+system as expectations, before any baseline session exists. QUERY is ReFrame's: a session UUID, a period
+(``20261101:20261102``, ``now-30d:now``) or a filter on --session-extras (``?tag=="bios"``).
+The verdict is printed and written as JSON and JUnit XML under <results>/validation.
+Exit status: 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from topofoam import paths
+from topofoam.validation import expectations, judge, outputs, regressions, sessions
+
+EXIT = {judge.PASS: 0, judge.FAIL: 1, judge.INCONCLUSIVE: 3}
+#: The sessions searched when none is named: the last year's.
+RECENT = "now-365d:now"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m topofoam.validation", description=__doc__.split("\n\n")[0]
+    )
+    verbs = p.add_subparsers(dest="verb", required=True)
+    pub = verbs.add_parser("published")
+    pub.add_argument("--system", required=True, help="a system of rankmap/p2p_latency_us.csv")
+    pub.add_argument("--partition", required=True, help="system:partition they apply to")
+    pub.add_argument("--environ", required=True, help="the environment FabricValidation runs in")
+    pub.add_argument("--topology", required=True, help="the partition's topology (rankmap preset)")
+    pub.add_argument("--out", type=Path, required=True)
+    for name in ("judge", "record", "compare"):
+        v = verbs.add_parser(name)
+        v.add_argument(
+            "-C", "--config", type=Path, required=True, help="the site's ReFrame configuration"
+        )
+        v.add_argument(
+            "--session",
+            "--after",
+            dest="session",
+            default="",
+            help="the session to judge (default: the latest validation session)",
+        )
+        if name == "judge":
+            v.add_argument(
+                "--expectations", type=Path, help="default: the system's (topofoam.paths)"
+            )
+            v.add_argument(
+                "--record-first",
+                action="store_true",
+                help="without expectations, record them from this session (local)",
+            )
+        if name == "record":
+            v.add_argument("--out", type=Path, help="default: <results>/expectations/<system>.yaml")
+            v.add_argument(
+                "--add", action="store_true", help="keep the file's expectations, add the new"
+            )
+        if name == "compare":
+            v.add_argument(
+                "--before", required=True, help="the earlier session (a UUID, period or filter)"
+            )
+        v.add_argument("--out-dir", type=Path, help="default: <results>/validation")
+    return p
+
+
+def _session(config: Path, query: str) -> sessions.Session:
+    """The latest validation session of ``query`` (the last year's when empty)."""
+    return sessions.validation_sessions(config, query or RECENT)[-1]
+
+
+def _system(session: sessions.Session) -> str:
+    systems = {p.split(":")[0] for p in session.partitions}
+    if len(systems) != 1:
+        raise sessions.SessionError(
+            f"session {session.label()} ran on {len(systems)} systems ({', '.join(sorted(systems)) or 'none'}) "
+            f"-- give a session of one system"
+        )
+    return systems.pop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.verb == "published":
+        try:
+            found = expectations.published(args.system, args.partition, args.environ, args.topology)
+        except expectations.ExpectationsError as e:
+            print(f"validation: {e}", file=sys.stderr)
+            return 2
+        expectations.write(args.out, args.system, found, "seed 000 Table 2's round-trip times")
+        print(
+            f"validation: wrote {len(found)} published expectation(s) of {args.system} to {args.out}"
+        )
+        return 0
+    if not args.config.is_file():
+        print(
+            f"validation: {args.config}: no such site configuration -- give site-configs/<site>.py",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return _run(args)
+    except (sessions.SessionError, expectations.ExpectationsError) as e:
+        print(f"validation: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    session = _session(args.config, args.session)
+    system = _system(session)
+    out_dir = args.out_dir or paths.results_dir() / "validation"
+    if args.verb == "record":
+        return _record(
+            session,
+            system,
+            args.out or paths.results_dir() / "expectations" / f"{system}.yaml",
+            args.add,
+        )
+    if args.verb == "compare":
+        before = _session(args.config, args.before)
+        if before.uuid == session.uuid:
+            raise sessions.SessionError(
+                f"--before {args.before!r} selects the session being judged -- give an earlier one"
+            )
+        v = regressions.compare(before, session)
+        changed = regressions.changes(before, session)
+        for line in regressions.lines(v, before, changed):
+            print(line)
+        written = outputs.write(v, out_dir, f"regressions-{system}", changed)
+        print(f"written: {', '.join(map(str, written))}")
+        return EXIT[v.status]
+    path = args.expectations or paths.expectations_file(system)
+    if not path.exists() and args.record_first and not args.expectations:
+        _record(session, system, path, False)
+        print(
+            f"validation: no expectations for {system} yet: this session's are now its "
+            f"expectations ({path}); the next validation run is judged against them"
+        )
+        return 0
+    expected = expectations.load(path, system)
+    v = judge.judge(expected, session)
+    for line in v.lines():
+        print(line)
+    counts = v.counts()
+    print(
+        f"{counts[judge.PASS]} pass, {counts[judge.FAIL]} fail, {counts[judge.INCONCLUSIVE]} inconclusive "
+        f"of {len(v.judgements) + len(v.missing) + len(v.failed_cases)}; expectations: {path}"
+    )
+    written = outputs.write(v, out_dir, f"verdict-{system}")
+    print(f"written: {', '.join(map(str, written))}")
+    return EXIT[v.status]
+
+
+def _record(session: sessions.Session, system: str, path: Path, add: bool) -> int:
+    new = expectations.from_session(session)
+    if not new:
+        raise sessions.SessionError(
+            f"session {session.label()} measured nothing to expect -- run the validation selection"
+        )
+    if add and path.exists():
+        kept = expectations.load(path, system)
+        known = {e.key for e in kept}
+        new = kept + [e for e in new if e.key not in known]
+    expectations.write(path, system, new, f"from session {session.label()}")
+    print(f"validation: recorded {len(new)} expectation(s) of {system} in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

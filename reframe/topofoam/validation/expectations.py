@@ -1,0 +1,221 @@
+"""A site's expectations: what each validated measurement should be, with its spread, its
+practical margin and where it came from.
+
+    site-configs/expectations/<system>.yaml    reviewed and committed (clusters)
+    results/expectations/<system>.yaml         recorded by the first validation run here
+
+Each expectation names its measurement (check, partition, environment, setting, metric), its
+unit and which way is better, and either the ``samples`` of a baseline session (the repeats,
+so that a later session is compared with them by the project's rank test) or one published
+``value`` (a paper's table: the later session's median is tested against it by a sign test).
+``margin`` is the practical margin: a change smaller than that is never a failure.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from topofoam.validation.sessions import Key, Session, better
+
+#: The file format; a file of another version is stale and must be recorded again.
+FORMAT = 1
+#: Practical margins by unit, unless an expectation states its own: solver times are the
+#: steadiest (and what an admin pays for), latencies and rates vary more between runs.
+MARGINS = {"s": 0.05, "ms": 0.10, "us": 0.10, "MB/s": 0.10, "GB/s": 0.10}
+
+
+class ExpectationsError(RuntimeError):
+    """The file cannot be used: the message names it, what is wrong and the fix."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    key: Key
+    unit: str
+    better: str
+    margin: float
+    source: str
+    samples: tuple[float, ...] = ()
+    value: float | None = None
+
+
+def _fix(path: Path) -> str:
+    return (
+        f"record them again (python -m topofoam.validation record ... --out {path}) "
+        f"or correct the file"
+    )
+
+
+def load(path: Path, system: str) -> list[Expectation]:
+    """The expectations of ``system`` in ``path``; ExpectationsError when the file is
+    missing, malformed, stale (another format or system) or empty."""
+    path = Path(path)
+    if not path.is_file():
+        raise ExpectationsError(
+            f"{path}: no such expectations file -- record them from a baseline session "
+            f"(python -m topofoam.validation record -C <site> --out {path})"
+        )
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ExpectationsError(
+            f"{path}: not readable as YAML ({type(e).__name__}) -- {_fix(path)}"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("expectations"), list):
+        raise ExpectationsError(f"{path}: no 'expectations' list -- {_fix(path)}")
+    if data.get("format") != FORMAT:
+        raise ExpectationsError(
+            f"{path}: format {data.get('format')!r}, this suite reads format {FORMAT} (stale) "
+            f"-- {_fix(path)}"
+        )
+    if data.get("system") != system:
+        raise ExpectationsError(
+            f"{path}: expectations of system {data.get('system')!r}, not {system!r} -- give "
+            f"the file of {system}"
+        )
+    out = []
+    for n, entry in enumerate(data["expectations"], start=1):
+        out.append(_entry(path, n, entry))
+    if not out:
+        raise ExpectationsError(f"{path}: the expectations list is empty -- {_fix(path)}")
+    keys = [e.key for e in out]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise ExpectationsError(f"{path}: {dup} is expected twice -- keep one")
+    return out
+
+
+def _entry(path: Path, n: int, entry) -> Expectation:
+    where = f"{path}: expectation {n}"
+    if not isinstance(entry, dict):
+        raise ExpectationsError(f"{where} is not a mapping -- {_fix(path)}")
+    try:
+        key = Key(*(str(entry[k]) for k in ("check", "partition", "environ", "setting", "metric")))
+        unit = str(entry["unit"])
+        source = str(entry["source"])
+    except KeyError as e:
+        raise ExpectationsError(f"{where} has no {e.args[0]!r} -- {_fix(path)}") from None
+    way = better(unit)
+    if way is None:
+        raise ExpectationsError(
+            f"{where} ({key}): unit {unit!r} is not judged (s, ms, us, MB/s, GB/s) -- correct it"
+        )
+    margin = entry.get("margin", MARGINS[unit])
+    if not _number(margin) or not 0 <= margin < 1:
+        raise ExpectationsError(
+            f"{where} ({key}): margin {margin!r} is not a fraction in [0, 1) -- correct it"
+        )
+    samples, value = entry.get("samples"), entry.get("value")
+    if (samples is None) == (value is None):
+        raise ExpectationsError(
+            f"{where} ({key}): give either 'samples' (a baseline's repeats) or one published 'value' -- correct it"
+        )
+    if samples is not None:
+        if not isinstance(samples, list) or not samples or not all(_positive(v) for v in samples):
+            raise ExpectationsError(
+                f"{where} ({key}): samples {samples!r} are not positive numbers -- {_fix(path)}"
+            )
+        return Expectation(key, unit, way, float(margin), source, tuple(float(v) for v in samples))
+    if not _positive(value):
+        raise ExpectationsError(
+            f"{where} ({key}): value {value!r} is not a positive number -- correct it"
+        )
+    return Expectation(key, unit, way, float(margin), source, value=float(value))
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _positive(x) -> bool:
+    return _number(x) and x > 0
+
+
+def from_session(session: Session, host: str = "") -> list[Expectation]:
+    """A baseline session's observations as expectations, each with the margin its partition
+    stated (validate_margins), else its unit's."""
+    source = f"baseline session {session.label()}" + (f" on {host}" if host else "")
+    out = []
+    for key, values in sorted(session.samples.items()):
+        unit = session.units[key]
+        margin = session.margins.get(key, MARGINS[unit])
+        out.append(Expectation(key, unit, better(unit), margin, source, tuple(values)))
+    return out
+
+
+#: A published value's margin: another MPI, another loop, another day than the paper's.
+PUBLISHED_MARGIN = 0.20
+
+
+def published(system: str, partition: str, environ: str, topology_name: str) -> list[Expectation]:
+    """Seed 000 Table 2's round-trip times of ``system`` (rankmap/p2p_latency_us.csv) as
+    FabricValidation's expectations on ``partition``: one per message size and hardware level
+    that the partition's topology has, priced as rankmap prices them (a level the paper
+    lacks takes the next faster level's time: on hpc2 a NUMA domain is one NUMA node)."""
+    from rankmap import analysis, topology
+    from rankmap.errors import InputError
+
+    try:
+        node = topology.load(topology_name)
+        with open(analysis.LATENCY_CSV) as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+        sizes = sorted({int(r["size"]) for r in rows if r["system"] == system})
+        costs = {size: analysis.cost_vector(system, size) for size in sizes}
+    except InputError as e:
+        raise ExpectationsError(f"{e} -- give a system and topology rankmap knows") from None
+    if not sizes:
+        raise ExpectationsError(
+            f"{analysis.LATENCY_CSV}: no published round-trip times of {system!r} -- give a "
+            f"system of its 'system' column"
+        )
+    out = []
+    for level_index, level in enumerate(topology.LEVELS):
+        if topology.core_pair(node, level) is None and level != "inter_node":
+            continue  # the partition's nodes have no such pair: FabricValidation skips it
+        for size in sizes:
+            key = Key("FabricValidation", partition, environ, f"%level={level}", f"rtt_{size}")
+            value = costs[size][level_index]
+            out.append(
+                Expectation(
+                    key,
+                    "us",
+                    "lower",
+                    PUBLISHED_MARGIN,
+                    f"seed 000 Table 2 ({system})",
+                    value=value,
+                )
+            )
+    return out
+
+
+def write(path: Path, system: str, expectations: list[Expectation], note: str) -> None:
+    """Write ``expectations`` for review; a header says what the file is."""
+    entries = []
+    for e in expectations:
+        entry = {**e.key.as_dict(), "unit": e.unit, "better": e.better, "margin": e.margin}
+        if e.samples:
+            entry["samples"] = [round(v, 6) for v in e.samples]
+        else:
+            entry["value"] = e.value
+        entry["source"] = e.source
+        entries.append(entry)
+    header = (
+        f"# Validation expectations of {system}: {note}.\n"
+        f"# Written {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} by python -m "
+        f"topofoam.validation. Review before committing:\n"
+        f"# a later session fails an expectation only when it is significantly worse "
+        f"(Holm-adjusted)\n# AND worse by more than its margin.\n"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = yaml.safe_dump(
+        {"format": FORMAT, "system": system, "expectations": entries}, sort_keys=False, width=100
+    )
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(header + body)
+    tmp.replace(path)

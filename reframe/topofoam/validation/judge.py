@@ -1,0 +1,259 @@
+"""The judgement: each expectation against a session's measurements, with false alarms
+controlled across all of them, and the verdict.
+
+Per expectation, in the direction where a ratio above 1 is worse (time / expected time; for
+rates, expected rate / rate):
+
+- against a baseline's samples: the two-sided Mann-Whitney U test and the Hodges-Lehmann
+  ratio with its 95 % CI (topofoam.results.stats), its p-value made one-sided for "worse";
+- against one published value: a sign test of "the median is worse than value x (1 +
+  margin)", and the 95 % CI of the median.
+
+The one-sided p-values of all expectations in the verdict are adjusted by Holm's step-down
+method (the family-wise error rate stays at 5 %: one verdict, one chance of a false alarm).
+Then:
+
+- FAIL          significantly worse (Holm) AND worse than the margin (the ratio's estimate);
+- PASS          not FAIL, and the CI shows it no worse than the margin (its upper end within);
+- INCONCLUSIVE  neither: the noise is too wide to judge the margin, or too few repeats.
+
+Faster is never a failure; a significant improvement is reported beside PASS.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from topofoam.results import stats
+from topofoam.validation.expectations import Expectation
+from topofoam.validation.sessions import Key, Session
+
+ALPHA = 1 - stats.CONFIDENCE
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+
+METHOD = (
+    "Each expectation is tested one-sided for 'worse' (against a baseline's repeats: "
+    "Mann-Whitney U with the Hodges-Lehmann ratio and its 95 % CI; against a published value: "
+    "a sign test against value x (1 + margin)). The p-values of all expectations are adjusted "
+    "by Holm's method, so that the whole verdict has at most a 5 % chance of a false alarm. "
+    "FAIL: significantly worse after adjustment and worse than the margin. PASS: the 95 % CI "
+    "shows it no worse than the margin. INCONCLUSIVE: neither (noise or too few repeats)."
+)
+
+
+@dataclass
+class Judgement:
+    key: Key
+    status: str
+    unit: str
+    margin: float
+    expected: str  # "2.31 us [2.28, 2.35] (n=8)" or "2.9 us (seed 000 Table 2)"
+    measured: str
+    ratio: float | None = None  # > 1: worse
+    low: float | None = None
+    high: float | None = None
+    p: float | None = None  # one-sided, for "worse"
+    p_adjusted: float | None = None
+    reason: str = ""
+    source: str = ""
+    faster: bool = False
+    #: What a ratio above 1 means: 'slower' (times) or 'lower' (rates).
+    worse: str = "slower"
+
+    def line(self) -> str:
+        """``<check> on <partition>: <what> expected <x>, measured <y> (n=..), p=..``."""
+        k = self.key
+        what = f"{k.metric} of {k.setting}" if k.setting not in ("", "-") else k.metric
+        head = f"{self.status}: {k.check} on {k.partition}: {what} expected {self.expected}, measured {self.measured}"
+        if self.ratio is not None:
+            head += f"; {self.change()} (margin {self.margin:.0%})"
+        if self.p_adjusted is not None:
+            head += f", p={_p(self.p_adjusted)} (Holm)"
+        return head + (f": {self.reason}" if self.reason else "")
+
+    def change(self) -> str:
+        """The measured change as it reads: time '+19.4 % [+12.2 %, +29.3 %]' (slower is
+        +), rate 'rate -28.2 % [...]' (a lower rate is -)."""
+        if self.worse == "slower":
+            ratio, low, high, word = self.ratio, self.low, self.high, "time"
+        else:  # the ratio is expected / measured rate: measured / expected is its inverse
+            ratio, word = 1 / self.ratio, "rate"
+            low, high = (1 / self.high, 1 / self.low) if self.low is not None else (None, None)
+        ci = f" [{_pct(low)}, {_pct(high)}]" if low is not None else ""
+        return f"{word} {_pct(ratio)}{ci}"
+
+    def as_dict(self) -> dict:
+        return {
+            **self.key.as_dict(),
+            "status": self.status,
+            "unit": self.unit,
+            "margin": self.margin,
+            "expected": self.expected,
+            "measured": self.measured,
+            "ratio": self.ratio,
+            "change": self.change() if self.ratio is not None else None,
+            "ratio_ci": [self.low, self.high] if self.low is not None else None,
+            "p_one_sided": self.p,
+            "p_holm": self.p_adjusted,
+            "faster": self.faster,
+            "reason": self.reason,
+            "source": self.source,
+        }
+
+
+def _pct(ratio: float | None) -> str:
+    return "?" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
+
+
+def fmt(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def describe(values, unit: str) -> str:
+    s = stats.summarise(values)
+    ci = f" [{fmt(s.low)}, {fmt(s.high)}]" if s.low is not None else ""
+    return f"{fmt(s.median)} {unit}{ci} (n={s.n})"
+
+
+def _oriented(values, way: str) -> list[float]:
+    """Values where larger is worse: times as they are, rates inverted."""
+    return [float(v) for v in values] if way == "lower" else [1 / float(v) for v in values]
+
+
+def _one(e: Expectation, measured: list[float]) -> Judgement:
+    j = Judgement(
+        e.key, INCONCLUSIVE, e.unit, e.margin, "", describe(measured, e.unit), source=e.source
+    )
+    j.worse = "slower" if e.better == "lower" else "lower"
+    x = _oriented(measured, e.better)
+    if e.samples:
+        j.expected = describe(e.samples, e.unit)
+        c = stats.compare(_oriented(e.samples, e.better), x)
+        j.ratio, j.low, j.high = c.ratio, c.low, c.high
+        if c.p is not None:
+            j.p = c.p / 2 if c.ratio > 1 else 1 - c.p / 2
+        j.faster = c.verdict == "faster"
+    else:
+        j.expected = f"{fmt(e.value)} {e.unit} ({e.source})"
+        reference = _oriented([e.value], e.better)[0]
+        threshold = reference * (1 + e.margin)
+        j.ratio = statistics.median(x) / reference
+        ci = stats.median_ci(x)
+        if ci:
+            j.low, j.high = ci[0] / reference, ci[1] / reference
+        if len(x) >= 2:
+            above = sum(v > threshold for v in x)
+            j.p = sum(math.comb(len(x), i) for i in range(above, len(x) + 1)) / 2 ** len(x)
+    return j
+
+
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def decide(j: Judgement) -> None:
+    limit = 1 + j.margin
+    if j.p is None:
+        j.status, j.reason = INCONCLUSIVE, "too few repeats to test (2 a side at least)"
+        return
+    if j.p_adjusted < ALPHA and j.ratio > limit:
+        j.status, j.reason = FAIL, "significantly worse, beyond the margin"
+        return
+    if j.high is not None and j.high <= limit:
+        j.status = PASS
+        if j.faster:
+            j.reason = "significantly better"
+        return
+    j.status = INCONCLUSIVE
+    if j.high is None:
+        j.reason = "too few repeats for a confidence interval (3 at least)"
+    elif j.p_adjusted < ALPHA:
+        j.reason = "significantly worse, but the estimate is within the margin and its CI is not"
+    else:
+        j.reason = f"the noise is too high to judge a {j.margin:.0%} margin (the CI reaches {_pct(j.high)})"
+
+
+@dataclass
+class Verdict:
+    status: str
+    judgements: list[Judgement]
+    failed_cases: list[str]
+    missing: list[Key]
+    unexpected: list[Key]
+    partitions: list[str]
+    session: str
+
+    def lines(self) -> list[str]:
+        out = [f"Validation verdict: {self.status} (session {self.session})"]
+        out += [f"FAIL: {case}" for case in self.failed_cases]
+        out += [
+            f"FAIL: {k}: expected but not measured -- the check did not run or no longer "
+            f"exists: rerun it, or record the expectations again"
+            for k in self.missing
+        ]
+        order = {FAIL: 0, INCONCLUSIVE: 1, PASS: 2}
+        for j in sorted(self.judgements, key=lambda j: (order[j.status], str(j.key))):
+            out.append(j.line())
+        if self.unexpected:
+            out.append(
+                f"not judged: {len(self.unexpected)} measurement(s) without an expectation "
+                f"(e.g. {self.unexpected[0]}); add them with 'record --add'"
+            )
+        return out
+
+    def counts(self) -> dict[str, int]:
+        c = {PASS: 0, FAIL: len(self.failed_cases) + len(self.missing), INCONCLUSIVE: 0}
+        for j in self.judgements:
+            c[j.status] += 1
+        return c
+
+
+def judge(expectations: list[Expectation], session: Session) -> Verdict:
+    """``session`` against ``expectations``: only the partitions the session ran are judged
+    (a validation of one partition says nothing of the others)."""
+    ran = session.partitions
+    wanted = [e for e in expectations if e.key.partition in ran]
+    judgements, missing = [], []
+    for e in wanted:
+        if e.key in session.samples:
+            judgements.append(_one(e, session.samples[e.key]))
+        else:
+            missing.append(e.key)
+    tested = [j for j in judgements if j.p is not None]
+    for j, p in zip(tested, holm([j.p for j in tested])):
+        j.p_adjusted = p
+    for j in judgements:
+        decide(j)
+    expected = {e.key for e in expectations}
+    unexpected = sorted(k for k in session.samples if k not in expected)
+    v = Verdict(
+        INCONCLUSIVE,
+        judgements,
+        list(session.failed),
+        missing,
+        unexpected,
+        sorted(ran),
+        session.label(),
+    )
+    counts = v.counts()
+    if counts[FAIL]:
+        v.status = FAIL
+    elif counts[INCONCLUSIVE] or not judgements:
+        v.status = INCONCLUSIVE
+    else:
+        v.status = PASS
+    return v

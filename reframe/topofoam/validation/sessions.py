@@ -1,0 +1,236 @@
+"""The sessions a verdict is built on, read from ReFrame's own results store.
+
+Every real ReFrame session is stored (site-configs/sitekit/common.py: ``storage``, under
+``results/reframe/results.db``) with its test cases, their variables and performance values.
+``reframe --describe-stored-sessions QUERY`` gives them back as JSON; QUERY is ReFrame's:
+a session UUID, a time period (``20261101:20261102``, ``now-7d:now``), a filter on the
+session's extras (``?tag=="after-bios"``, set with ``--session-extras tag=after-bios``), or
+a period and a filter. Nothing here keeps a second store.
+
+A session's *observations* are the samples of its passed test cases of the validation
+selection (tagged ``validate``; fixtures left out), one
+list per ``Key`` (check, partition, environment, setting, metric): the repeats of one
+setting are the test cases that differ only in their ``repeat`` parameter. A check names the
+metrics it wants judged in its ``validated_metrics`` variable (all of a judged unit if not).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Which way is better, by unit. Only these are judged: times and rates the checks measure
+#: (derived figures such as FVOPS and T* repeat the wall time, counts are not performance).
+LOWER = {"s", "ms", "us"}
+HIGHER = {"MB/s", "GB/s"}
+
+
+class SessionError(RuntimeError):
+    """A session cannot be read or does not exist: the message says which and the fix."""
+
+
+@dataclass(frozen=True, order=True)
+class Key:
+    check: str
+    partition: str  # system:partition
+    environ: str
+    setting: str
+    metric: str
+
+    def __str__(self) -> str:
+        return f"{self.check} on {self.partition} ({self.environ}), {self.setting}: {self.metric}"
+
+    def as_dict(self) -> dict:
+        return {
+            "check": self.check,
+            "partition": self.partition,
+            "environ": self.environ,
+            "setting": self.setting,
+            "metric": self.metric,
+        }
+
+
+@dataclass
+class Session:
+    uuid: str
+    start: str  # ReFrame's time_start, e.g. 20261125T054358+0000
+    extras: dict
+    samples: dict[Key, list[float]] = field(default_factory=dict)
+    units: dict[Key, str] = field(default_factory=dict)
+    #: The practical margins the partitions stated (the checks' ``validate_margins``).
+    margins: dict[Key, float] = field(default_factory=dict)
+    #: What each node was (NodeFingerprint's ``description``), by partition.
+    nodes: dict[str, dict] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    #: Every partition the session ran a test case on, passed or not.
+    partitions: set[str] = field(default_factory=set)
+
+    def label(self) -> str:
+        tag = ", ".join(f"{k}={v}" for k, v in sorted(self.extras.items()))
+        return f"{self.start} ({self.uuid[:8]}{', ' + tag if tag else ''})"
+
+
+def better(unit: str) -> str | None:
+    """'lower' or 'higher' for a judged unit, None for what is not judged."""
+    return "lower" if unit in LOWER else "higher" if unit in HIGHER else None
+
+
+_REPEAT = re.compile(r"\s*%repeat=\d+")
+_HASH = re.compile(r"\s*/[0-9a-f]{8}$")
+
+
+def setting_of(case: dict) -> str:
+    """A test case's setting: its ``setting`` variable where the check sets one (the sweeps:
+    case/size/layout/variant/binding/presets), else its display name without the repeat."""
+    if case.get("setting"):
+        return str(case["setting"])
+    name = _HASH.sub("", _REPEAT.sub("", case.get("display_name") or case.get("name", "")))
+    check = case.get("name", "").split()[0] if case.get("name") else ""
+    rest = name[len(check) :].strip() if name.startswith(check) else name
+    return rest or "-"
+
+
+def from_record(record: dict) -> Session:
+    """A stored session (one element of ``--describe-stored-sessions``) as observations."""
+    info = record.get("session_info", {})
+    reserved = set(_RESERVED)
+    out = Session(
+        uuid=info.get("uuid", "?"),
+        start=info.get("time_start", "?"),
+        extras={k: v for k, v in info.items() if k not in reserved},
+    )
+    samples: dict[Key, list[float]] = defaultdict(list)
+    # A session's later runs are ReFrame's retries of what failed: a case's last run counts.
+    last: dict[tuple, dict] = {}
+    for run in record.get("runs", []):
+        for case in run.get("testcases", []):
+            last[
+                case.get("unique_name"),
+                case.get("system"),
+                case.get("partition"),
+                case.get("environ"),
+            ] = case
+    for case in last.values():
+        if "validate" not in (case.get("tags") or []):
+            continue  # a session may run more than the validation selection: not judged
+        check = (case.get("name") or "?").split()[0]
+        part = f"{case.get('system')}:{case.get('partition')}"
+        out.partitions.add(part)
+        if case.get("result") != "pass":
+            if case.get("result") in ("fail", "abort"):
+                out.failed.append(
+                    f"{case.get('display_name', check)} on {part}: "
+                    f"{case.get('fail_reason') or case.get('result')}"
+                )
+            continue
+        if case.get("description"):
+            out.nodes[part] = case["description"]
+        if case.get("fixture"):
+            continue  # a fixture's run (a reference for the fields) is not a repeat
+        setting = setting_of(case)
+        judged = case.get("validated_metrics") or None
+        for name, values in (case.get("perfvalues") or {}).items():
+            metric = name.rsplit(":", 1)[-1]
+            if judged is not None and metric not in judged:
+                continue
+            value, unit = values[0], values[4] if len(values) > 4 else ""
+            if better(unit) is None or not isinstance(value, (int, float)):
+                continue
+            key = Key(check, part, case.get("environ", ""), setting, metric)
+            samples[key].append(float(value))
+            out.units[key] = unit
+            margin = (case.get("validate_margins") or {}).get(unit)
+            if margin is not None:
+                if not (isinstance(margin, (int, float)) and 0 <= margin < 1):
+                    raise SessionError(
+                        f"{part}'s validate_margins gives {unit!r} the margin {margin!r}, not a "
+                        f"fraction in [0, 1) -- correct the partition in its site file"
+                    )
+                out.margins[key] = float(margin)
+    out.samples = dict(samples)
+    return out
+
+
+#: session_info keys ReFrame writes itself; the rest are --session-extras.
+_RESERVED = (
+    "data_version",
+    "hostname",
+    "uuid",
+    "time_start",
+    "time_start_unix",
+    "time_end",
+    "time_end_unix",
+    "time_elapsed",
+    "cmdline",
+    "config_files",
+    "log_files",
+    "prefix_output",
+    "prefix_stage",
+    "user",
+    "version",
+    "workdir",
+    "num_cases",
+    "num_failures",
+    "num_aborted",
+    "num_skipped",
+)
+
+
+def stored(config: Path, query: str) -> list[dict]:
+    """The stored sessions ``query`` selects, oldest first, through ReFrame's CLI."""
+    reframe = Path(sys.executable).with_name("reframe")
+    command = [
+        str(reframe) if reframe.exists() else "reframe",
+        "-C",
+        str(config),
+        "--describe-stored-sessions",
+        query,
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    except OSError as e:
+        raise SessionError(
+            f"cannot run ReFrame ({e.strerror}) -- install the project's .venv (./bench setup)"
+        ) from None
+    text = done.stdout.strip()
+    if done.returncode != 0 or not text.startswith("["):
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SessionError(
+            f"ReFrame could not give the sessions {query!r} from the store of "
+            f"{config} ({why}) -- check the query (a UUID, a period such as "
+            f'now-7d:now, or ?key=="value")'
+        )
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError:
+        raise SessionError(
+            f"ReFrame's answer for {query!r} is not JSON -- is the store "
+            f"{config}'s results.db intact?"
+        ) from None
+    return sorted(records, key=lambda r: r.get("session_info", {}).get("time_start_unix", 0))
+
+
+def validation_sessions(config: Path, query: str) -> list[Session]:
+    """The sessions of ``query`` that ran a validation selection (a test tagged
+    ``validate``), oldest first; an error when there is none."""
+    found = []
+    for record in stored(config, query):
+        tagged = any(
+            "validate" in (case.get("tags") or [])
+            for run in record.get("runs", [])
+            for case in run.get("testcases", [])
+        )
+        if tagged:
+            found.append(from_record(record))
+    if not found:
+        raise SessionError(
+            f"no stored session {query!r} ran the validation selection -- run "
+            f"reframe -C {config} -c reframe -r -t validate first, or give "
+            f"another session or period"
+        )
+    return found
