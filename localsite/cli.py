@@ -407,13 +407,41 @@ def run(args: argparse.Namespace) -> int:
         for line in lines:
             print(f"    {line}")
         failed += failures or (cases == 0 and not skip.get(partition))
-    report = _report(results, since)
     print(f"  perflogs: {results / 'perflogs' / 'local'}")
     print(f"  results:  {results}")
-    print(f"  report:   {report}")
+    if getattr(args, "report", True):  # ./bench validate writes it after the verdict
+        print(f"  report:   {_report(results, since)}")
     minutes, seconds = divmod(round(time.monotonic() - started), 60)
     print(f"  took:     {minutes} min {seconds} s")
     return 1 if failed else 0
+
+
+def validate(args: argparse.Namespace) -> int:
+    """The validation selection (``-t validate``) on this machine, then its verdict: the
+    first time, the session's measurements become this machine's expectations (and it says
+    so); later, the session is judged against them (topofoam.validation)."""
+    extras = ["--session-extras", f"tag={args.session_tag}"] if args.session_tag else []
+    run_args = argparse.Namespace(
+        partition=args.partition or ["cpu"],
+        tag=["validate"],
+        resume=False,
+        openfoam="v1912",
+        repeats=None,
+        compare_all=False,
+        reframe_args=extras + args.reframe_args,
+        report=False,
+    )
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")
+    ran = run(run_args)
+    env = {**os.environ, "SLURM_CONF": os.environ.get("SLURM_CONF", os.devnull)}
+    verb = ["record"] if args.record else ["judge", "--record-first"]
+    command = [sys.executable, "-m", "topofoam.validation", *verb, "-C", str(CONFIG)]
+    print("\nbench: the verdict", flush=True)
+    verdict = subprocess.run(command, cwd=paths.REPO, env=env).returncode
+    # The report opens with the verdict (topofoam.reporting reads the verdict's JSON).
+    print(f"bench: report: {_report(paths.results_dir(), since)}")
+    # A failed test case is in the verdict (FAIL); a run that could not judge says so.
+    return verdict if verdict else (1 if ran else 0)
 
 
 def with_openfoam(args: argparse.Namespace) -> int:
@@ -586,6 +614,20 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
     r.set_defaults(func=run)
+    v = sub.add_parser("validate", help="validate this machine: -t validate, then its verdict")
+    v.add_argument(
+        "--partition", action="append", metavar="NAME", help="partition(s) (default: cpu)"
+    )
+    v.add_argument(
+        "--session-tag", metavar="TAG", help="name this session in ReFrame's results store"
+    )
+    v.add_argument(
+        "--record",
+        action="store_true",
+        help="make this session's measurements the expectations (after a deliberate change)",
+    )
+    v.add_argument("reframe_args", nargs="*", help="further ReFrame options, after --")
+    v.set_defaults(func=validate)
     b = sub.add_parser("build", help="build an OpenFOAM flavour from source with its series")
     b.add_argument("flavour", choices=sorted(flavours.FLAVOURS))
     b.set_defaults(func=build_command)

@@ -1,5 +1,7 @@
 """Validation, proven by injecting the fault: a node whose topology differs from the site
-file fails the fingerprint check with the difference named; the node as it is passes.
+file fails the fingerprint check with the difference named; the node as it is passes. A
+slower machine (a real CPU quota on the whole validation run) fails the verdict and the
+regression with the solver named; an unchanged rerun is not failed.
 
 The different node is an hwloc topology given to the job only (HWLOC_XMLFILE through the
 check's environment): what the job's hwloc, and so MPI's binding, would see on a node whose
@@ -89,3 +91,93 @@ def test_the_probe_on_its_own(tmp_path, declared, said):
     )
     assert broken.returncode == 2 and broken.stderr.startswith("fingerprint: ")
     assert "Traceback" not in broken.stderr
+
+
+# -- the verdict -------------------------------------------------------------------------
+
+QUOTA = 0.75  # of the cores' time: CPU-bound work about 1 / 0.75 = 1.33 x as long
+
+
+def validate(results, tag, quota=None):
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), SLURM_CONF=os.devnull)
+    command = [PYTHON, "-m", "localsite.cli", "validate", "--session-tag", tag]
+    if quota:
+        command = [PYTHON, "-m", "localsite.cpuquota", str(quota), "--", *command]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+
+
+def verdict_of(results):
+    return json.loads((results / "validation" / "verdict-local.json").read_text())
+
+
+def judgement(verdict, check, metric):
+    (found,) = [j for j in verdict["judgements"] if (j["check"], j["metric"]) == (check, metric)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """A first validation here: its session becomes this machine's expectations."""
+    results = tmp_path_factory.mktemp("validation")
+    done = validate(results, "baseline")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "this session's are now its expectations" in done.stdout
+    assert (results / "expectations" / "local.yaml").exists()
+    return results
+
+
+def test_a_slower_machine_fails_the_verdict_naming_the_solver(baseline):
+    done = validate(baseline, "slower", quota=QUOTA)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    verdict = verdict_of(baseline)
+    assert verdict["verdict"] == "FAIL"
+    solver = judgement(verdict, "SolverValidation", "wall")
+    assert solver["status"] == "FAIL" and solver["ratio"] > 1.15, solver
+    assert "FAIL: SolverValidation on local:cpu: wall of laplacianFoam/" in done.stdout
+    # The report opens with the verdict.
+    report = (baseline / "report" / "local" / "report.md").read_text()
+    assert report.index("Validation verdict: FAIL") < report.index("Summary")
+    # The regression verdict between the two sessions names it too, and what changed.
+    compare = subprocess.run(
+        [PYTHON, "-m", "topofoam.validation", "compare", "-C", "site-configs/local.py",
+         "--before", '?tag=="baseline"', "--after", '?tag=="slower"'],
+        cwd=REPO, capture_output=True, text=True,
+        env=dict(os.environ, TOPOFOAM_RESULTS=str(baseline), SLURM_CONF=os.devnull),
+    )  # fmt: skip
+    assert compare.returncode == 1, compare.stdout + compare.stderr
+    assert compare.stdout.startswith("Regressions: REGRESSED: session ")
+    assert "FAIL: SolverValidation on local:cpu: wall of" in compare.stdout
+    assert "what changed on the nodes: nothing recorded differs" in compare.stdout
+
+
+def test_an_unchanged_rerun_is_not_failed(baseline):
+    done = validate(baseline, "unchanged")
+    verdict = verdict_of(baseline)
+    assert verdict["verdict"] != "FAIL", done.stdout[-3000:]
+    assert done.returncode in (0, 3)
+    solver = judgement(verdict, "SolverValidation", "wall")
+    assert solver["status"] != "FAIL"
+    # Every measurement of the selection was judged, none missing, none failed.
+    assert not verdict["missing"] and not verdict["failed_test_cases"]
+    assert {j["check"] for j in verdict["judgements"]} == {"FabricValidation", "SolverValidation"}
+
+
+def test_bad_sessions_and_expectations_are_one_line(baseline, tmp_path):
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(baseline), SLURM_CONF=os.devnull)
+    cli = [PYTHON, "-m", "topofoam.validation"]
+    stale = tmp_path / "stale.yaml"
+    stale.write_text("format: 0\nsystem: local\nexpectations: []\n")
+    cases = [
+        (["compare", "-C", "site-configs/local.py", "--before", '?tag=="never"'],
+         'no stored session \'?tag=="never"\' ran the validation selection'),
+        (["judge", "-C", "site-configs/local.py", "--expectations", str(stale)],
+         f"{stale}: format 0, this suite reads format 1 (stale)"),
+        (["judge", "-C", "site-configs/local.py", "--session", "2001-01-01:now"],
+         "could not give the sessions"),
+        (["judge", "-C", "site-configs/nosuch.py"], "no such site configuration"),
+    ]  # fmt: skip
+    for args, said in cases:
+        done = subprocess.run(cli + args, cwd=REPO, capture_output=True, text=True, env=env)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1

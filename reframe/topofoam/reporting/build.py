@@ -7,6 +7,7 @@ empty or partial perflog gives a partial report with notes, and failed runs are 
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -125,6 +126,52 @@ class Builder:
         self.notes: list[str] = []
 
     # -- sections ------------------------------------------------------------------------
+
+    def verdict(self, since: str):
+        """The validation verdict of this system (topofoam.validation's JSON), first: what an
+        admin reads before anything else. Left out when it is older than the report's runs."""
+        path = self.results / "validation" / f"verdict-{self.system}.json"
+        try:
+            data = json.loads(path.read_text())
+            written = datetime.datetime.fromtimestamp(path.stat().st_mtime)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as e:
+            self.notes.append(f"{path}: the validation verdict could not be read ({e})")
+            return
+        if since and written < datetime.datetime.fromisoformat(since):
+            return
+        counts = data.get("counts", {})
+        sec = self.doc.section(f"Validation verdict: {data.get('verdict', '?')}")
+        sec.add(
+            f"Session {data.get('session', '?')} on {', '.join(data.get('partitions', []))}: "
+            f"{counts.get('PASS', 0)} pass, {counts.get('FAIL', 0)} fail, "
+            f"{counts.get('INCONCLUSIVE', 0)} inconclusive ({path}). {data.get('method', '')}"
+        )
+        rows = [["FAIL", case, "", "", "", ""] for case in data.get("failed_test_cases", [])]
+        rows += [
+            ["FAIL", f"{m['check']} {m['setting']} {m['metric']}", "not measured", "", "", ""]
+            for m in data.get("missing", [])
+        ]
+        order = {"FAIL": 0, "INCONCLUSIVE": 1, "PASS": 2}
+        for j in sorted(data.get("judgements", []), key=lambda j: order.get(j["status"], 3)):
+            rows.append(
+                [
+                    j["status"],
+                    f"{j['check']} on {j['partition']}: {j['metric']} of {j['setting']}",
+                    j["expected"],
+                    j["measured"],
+                    f"{j.get('change') or ''} (margin {j['margin']:.0%})",
+                    j.get("reason", ""),
+                ]
+            )
+        sec.add(
+            Table(
+                ["verdict", "measurement", "expected", "measured", "change [95 % CI]", "why"],
+                rows,
+                caption="Each expectation: medians with their 95 % CIs and repeats",
+            )
+        )
 
     def summary(self, coll: Collection, groups: list[Group], table: Path, since: str):
         passed = sum(r.get("result") == "pass" for r in coll.rows)
@@ -792,6 +839,7 @@ def build(
     b.notes += coll.notes
     table = coll.write_csv(out / "runs.csv")
     groups = group(coll.rows, set(coll.perf))
+    b.verdict(since)
     b.summary(coll, groups, table, since)
     b.failures(coll)
     say(f"report: {len(coll.rows)} runs in {len(groups)} configurations; tables and figures")
