@@ -1,0 +1,104 @@
+"""How far the validation verdict can be trusted on this machine (docs/timings.md).
+
+    python -m localsite.validatebench [--unchanged 10] [--fractions 0.95,0.91,0.87,0.83]
+
+records a baseline with ``./bench validate --record``, then runs the validation selection
+``--unchanged`` times with nothing changed (every FAIL there is a false alarm), then once
+under each CPU quota fraction (localsite.cpuquota: a machine 1 / fraction times slower),
+and prints per session the verdict, its counts and the solver's measured change. Root only
+(the quota). Run it with nothing else on the machine: it is a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from topofoam import paths
+
+BENCH = str(paths.REPO / "bench")
+
+
+def _session(tag: str, fraction: float | None, record: bool = False) -> dict:
+    command = [BENCH, "validate", "--session-tag", tag] + (["--record"] if record else [])
+    if fraction is not None:
+        command = [sys.executable, "-m", "localsite.cpuquota", str(fraction), "--", *command]
+    began = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=paths.REPO)
+    took = time.monotonic() - began
+    verdict_file = paths.results_dir() / "validation" / "verdict-local.json"
+    if record or not verdict_file.exists():
+        return {"tag": tag, "exit": done.returncode, "took": took}
+    verdict = json.loads(verdict_file.read_text())
+    solver = [j for j in verdict["judgements"] if j["check"] == "SolverValidation"]
+    return {
+        "tag": tag,
+        "exit": done.returncode,
+        "took": took,
+        "verdict": verdict["verdict"],
+        "counts": verdict["counts"],
+        "solver": (solver[0]["status"], solver[0]["ratio"]) if solver else None,
+        "failed": [
+            f"{j['check']} {j['metric']}" for j in verdict["judgements"] if j["status"] == "FAIL"
+        ],
+    }
+
+
+def _print(s: dict) -> None:
+    if "verdict" not in s:
+        print(f"{s['tag']:>14}: recorded (exit {s['exit']}), {s['took']:.0f} s", flush=True)
+        return
+    c = s["counts"]
+    solver = (
+        f"solver {s['solver'][0]} {100 * (s['solver'][1] - 1):+.1f} %"
+        if s["solver"]
+        else "no solver"
+    )
+    print(
+        f"{s['tag']:>14}: {s['verdict']:<12} pass {c['PASS']} fail {c['FAIL']} inconclusive "
+        f"{c['INCONCLUSIVE']}; {solver}; {s['took']:.0f} s"
+        + (f"; failed: {', '.join(s['failed'])}" if s["failed"] else ""),
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m localsite.validatebench", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--unchanged", type=int, default=10)
+    p.add_argument("--fractions", default="0.95,0.91,0.87,0.83")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("validatebench: the CPU quota needs root -- run as root", file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    print(f"validatebench: results under {paths.results_dir()}, tags {stamp}-*", flush=True)
+    _print(_session(f"{stamp}-base", None, record=True))
+    unchanged = []
+    for i in range(args.unchanged):
+        unchanged.append(_session(f"{stamp}-same{i + 1}", None))
+        _print(unchanged[-1])
+    slowed = []
+    for fraction in (float(f) for f in args.fractions.split(",") if f):
+        slowed.append(_session(f"{stamp}-quota{fraction:g}", fraction))
+        _print(slowed[-1])
+    false_alarms = sum(s.get("verdict") == "FAIL" for s in unchanged)
+    print(
+        f"validatebench: false alarms {false_alarms} of {len(unchanged)} unchanged sessions "
+        f"(PASS {sum(s.get('verdict') == 'PASS' for s in unchanged)}, INCONCLUSIVE "
+        f"{sum(s.get('verdict') == 'INCONCLUSIVE' for s in unchanged)}); detected slowdowns: "
+        + ", ".join(
+            f"quota {s['tag'].rsplit('quota', 1)[1]} -> {'yes' if s.get('solver', [''])[0] == 'FAIL' else 'no'}"
+            for s in slowed
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
