@@ -59,6 +59,14 @@ def mpi_env(subnet: str, node_tmp: Path) -> dict[str, str]:
     }
 
 
+def _bits_per_s(rate: str) -> float:
+    """tc's rate (settings.emu_links checked its form) in bit/s."""
+    for unit, scale in (("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9)):
+        if rate.endswith(unit):
+            return float(rate[: -len(unit)]) * scale
+    raise ValueError(rate)
+
+
 def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if done.returncode != 0:
@@ -104,6 +112,8 @@ class EmulatedCluster(SlurmDaemons):
         self.state_file = self.root / "state.json"
         self.munge_socket = Path("/run/topofoam-munge", f"emu{tag}", "munge.socket")
         self.log_dir = self.root / "log"
+        #: Rate-limited links (TOPOFOAM_EMU_LINKS): node -> tc rate, e.g. {"node3": "100mbit"}.
+        self.link_limits = settings.emu_links()
 
     # -- state -----------------------------------------------------------------------------
 
@@ -170,7 +180,14 @@ class EmulatedCluster(SlurmDaemons):
                 "not root -- the emulated cluster needs root (network namespaces, "
                 "Slurm daemons); run as root or skip the 'emu' partition"
             )
-        for tool in ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "sinfo"):
+        unknown = sorted(set(self.link_limits) - set(self.hosts))
+        if unknown:
+            raise SlurmError(
+                f"TOPOFOAM_EMU_LINKS limits {', '.join(unknown)}, which this {self.nodes}-node "
+                f"cluster does not have -- name nodes node1 to node{self.nodes}"
+            )
+        tools = ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "sinfo")
+        for tool in tools + (("tc",) if self.link_limits else ()):
             if shutil.which(tool) is None:
                 raise SlurmError(f"{tool} not found -- run ./bench setup")
         for port in (self.ctld_port, self.slurmd_port):
@@ -201,6 +218,30 @@ class EmulatedCluster(SlurmDaemons):
             _ip("-n", ns, "link", "set", "lo", "up")
             _ip("link", "set", veth, "master", self.bridge)
             _ip("link", "set", veth, "up")
+            if host in self.link_limits:
+                self.limit_link(host, self.link_limits[host])
+
+    def limit_link(self, host: str, rate: str) -> None:
+        """Make ``host``'s link a slow one: a token bucket (tc's tbf) of ``rate`` on both ends
+        of its veth pair, so traffic to and from the node is limited. These kernels have
+        tbf but not netem: a rate can be injected, a delay cannot. The qdiscs go with the
+        links when the cluster stops."""
+        bits = _bits_per_s(rate)
+        # A bucket of 10 ms at the rate (32 KiB at least: one burst of a TCP segment train),
+        # and a queue of at most 50 ms: TCP then sees drops and backs off to the rate.
+        burst = max(32 * 1024, int(bits / 8 / 100))
+        tbf = ["root", "tbf", "rate", rate, "burst", str(burst), "latency", "50ms"]
+        for prefix, dev in (([], self.veth[host]), (["-n", self.netns[host]], "eth0")):
+            done = subprocess.run(
+                ["tc", *prefix, "qdisc", "replace", "dev", dev, *tbf],
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                raise SlurmError(
+                    f"cannot limit {host}'s link to {rate} (tc: {done.stderr.strip()}) -- the "
+                    f"kernel needs the tbf qdisc (sch_tbf); unset TOPOFOAM_EMU_LINKS"
+                )
 
     def _files(self) -> None:
         r = self.root

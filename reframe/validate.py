@@ -10,13 +10,16 @@ node n3012 has 4: NPS changed?``.
 
 FabricValidation (latency, bandwidth and collective latency per hardware level) and
 SolverValidation (laplacianFoam's wall time on one node) repeat their measurement
-``validate_repeats`` times. ReFrame's results store keeps the session; ``python -m
+``validate_repeats`` times. FabricScreening measures every link between the nodes of one
+allocation and fails naming the node or link that is slower than its peers
+(topofoam.validation.screening). ReFrame's results store keeps the session; ``python -m
 topofoam.validation`` judges it against the site's expectations, or against an earlier
 session (docs/checks.md).
 """
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -33,6 +36,8 @@ from reframe.core.exceptions import SanityError
 
 import reframe as rfm
 from topofoam import sweep, sweepspace
+from topofoam.fixtures import MpiBuild
+from topofoam.paths import SOURCES
 from topofoam.pingpong import PingPong
 from topofoam.sweep import (
     PreparedLayout,
@@ -41,6 +46,7 @@ from topofoam.sweep import (
     layout_name,
     most_validate_repeats,
 )
+from topofoam.validation import screening
 
 
 @sn.deferrable
@@ -154,3 +160,117 @@ class SolverValidation(StageRun, Validated):
 
     def repeats_on(self, part) -> int:
         return sweepspace.validate_repeats(part)
+
+
+class ScreeningBuild(MpiBuild):
+    """The all-pairs link measurement (reframe/src/screening)."""
+
+    sourcesdir = str(SOURCES / "screening")
+    sourcepath = "screening.c"
+    executable = "screening"
+    valid_prog_environs = ["+reduction-schedule"]
+
+
+@sn.deferrable
+def _screened(test: "FabricScreening") -> bool:
+    """The links measured, all of them, judged among themselves; each outlier is a line."""
+    stdout = Path(test.stagedir, test.job.stdout)
+    text = stdout.read_text(errors="replace")
+    ranks = re.search(r"^screening ranks (\d+) ", text, re.M)
+    if not ranks:
+        raise SanityError("the screening program printed no result: see the job's stderr")
+    n = int(ranks.group(1))
+    try:
+        links = screening.parse(text)
+        if len(links) != n * (n - 1) // 2:
+            raise screening.ScreeningError(
+                f"{len(links)} links printed, {n} ranks have {n * (n - 1) // 2}"
+            )
+        found = screening.screen(links, test.screen_margins)
+    except screening.ScreeningError as e:
+        raise SanityError(str(e)) from None
+    test.slowest_node, test.slowest_link = found.slowest_node, found.slowest_link
+    test.screened = found.summary()
+    Path(test.stagedir, "screening.json").write_text(
+        json.dumps(
+            {
+                "rule": found.rule(),
+                "nodes": found.nodes,
+                "links": [vars(link) for link in found.links],
+                "outliers": [o.line() for o in found.outliers],
+            },
+            indent=1,
+        )
+    )
+    if found.outliers:
+        raise SanityError("; ".join(o.line() for o in found.outliers) + f" ({found.rule()})")
+    return True
+
+
+@sn.deferrable
+def _links(stdout: Path, figure: str, pick) -> float:
+    return pick(getattr(link, figure) for link in screening.parse(stdout.read_text()))
+
+
+@rfm.simple_test
+class FabricScreening(rfm.RunOnlyRegressionTest):
+    """Every link between the nodes of one allocation (one rank per node): the node or link
+    slower than its peers fails, named, by a robust rule (topofoam.validation.screening)."""
+
+    valid_systems = ["+multinode"]
+    valid_prog_environs = ["+reduction-schedule"]
+    build = fixture(ScreeningBuild, scope="environment")
+    num_tasks_per_node = 1
+    # Seconds for tens of nodes; N - 1 rounds of about 20 ms on a thousand.
+    time_limit = "10m"
+    tags = {"validate", "screening"}
+    keep_files = ["screening.json"]
+    stage = variable(str, value="screening", loggable=True)
+    #: Nodes to screen: 0 takes every idle node of the partition (ReFrame's flexible
+    #: allocation, --flex-alloc-nodes); by default the partition's ``screen_nodes`` extra,
+    #: else the most nodes its sweeps use.
+    screen_nodes = variable(int, value=-1)
+    #: Practical margins by unit (the partition's ``screen_margins`` extra over
+    #: screening.MARGINS): a node or link less slower than that is never an outlier.
+    screen_margins = variable(dict, value={})
+    slowest_node = variable(str, value="", loggable=True)
+    slowest_link = variable(str, value="", loggable=True)
+    #: The screening's one-line summary (nodes, links, medians, slowest, outliers).
+    screened = variable(str, value="", loggable=True)
+    #: The figures a verdict judges against expectations, where a site records them.
+    validated_metrics = variable(list, value=["median_bandwidth", "median_rtt"])
+
+    @run_after("setup")
+    def allocation(self):
+        extras = self.current_partition.extras
+        if self.screen_nodes < 0:
+            self.screen_nodes = int(extras.get("screen_nodes", max(extras.get("nodes", [0]))))
+        self.skip_if(
+            0 < self.screen_nodes < screening.MIN_NODES,
+            f"screening compares a node with its peers: {screening.MIN_NODES} nodes at least, "
+            f"{self.current_partition.fullname} gives {self.screen_nodes} (its screen_nodes "
+            f"extra, or -S FabricScreening.screen_nodes=N; 0 for every idle node)",
+        )
+        self.num_tasks = self.screen_nodes
+        self.screen_margins = {**extras.get("screen_margins", {}), **self.screen_margins}
+        self.executable = f"{self.build.stagedir}/{self.build.executable}"
+        # Nodes that share one machine's cores would measure each other if pairs ran at once.
+        self.executable_opts = ["--serial"] if extras.get("emulated") else []
+        self.descr = "all links between " + (
+            f"{self.screen_nodes} nodes" if self.screen_nodes else "the idle nodes"
+        )
+        stdout = Path(self.stagedir, self.job.stdout)
+        self.perf_variables = {
+            "median_bandwidth": sn.make_performance_function(
+                _links(stdout, "mbps", statistics.median), "MB/s"
+            ),
+            "slowest_bandwidth": sn.make_performance_function(_links(stdout, "mbps", min), "MB/s"),
+            "median_rtt": sn.make_performance_function(
+                _links(stdout, "rtt_us", statistics.median), "us"
+            ),
+            "slowest_rtt": sn.make_performance_function(_links(stdout, "rtt_us", max), "us"),
+        }
+
+    @sanity_function
+    def no_outlier(self):
+        return _screened(self)

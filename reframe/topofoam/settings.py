@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 
 
 class SettingError(ValueError):
@@ -84,6 +85,33 @@ def repeats() -> int:
     return whole("TOPOFOAM_REPEATS", 5)
 
 
+_RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
+
+
+def emu_links() -> dict[str, str]:
+    """TOPOFOAM_EMU_LINKS: emulated nodes whose link is rate-limited (tc's token bucket),
+    ``node3=100mbit,node1=1gbit``: a slow link, injected on purpose (tests, demonstrations)."""
+    text = _text("TOPOFOAM_EMU_LINKS")
+    if text is None:
+        return {}
+    limits = {}
+    for item in text.split(","):
+        host, _, rate = item.strip().partition("=")
+        m = _RATE.match(rate.strip())
+        if not re.fullmatch(r"node[1-8]", host.strip()) or not m or float(m.group(1)) <= 0:
+            raise SettingError(
+                f"TOPOFOAM_EMU_LINKS={text!r}: {item.strip()!r} is not NODE=RATE -- give e.g. "
+                f"node3=100mbit (nodes node1 to node8, rates in kbit, mbit or gbit; or unset "
+                f"it: no link limited)"
+            )
+        if host.strip() in limits:
+            raise SettingError(
+                f"TOPOFOAM_EMU_LINKS={text!r} names {host.strip()} twice -- give each node once"
+            )
+        limits[host.strip()] = rate.strip()
+    return limits
+
+
 def check_all() -> None:
     """Refuse, before anything starts, any settings variable outside its domain."""
     compare()
@@ -95,3 +123,4 @@ def check_all() -> None:
     ):
         port(name, default)
     subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
+    emu_links()

@@ -143,6 +143,18 @@ def _run(args) -> int:
         return EXIT[v.status]
     path = args.expectations or paths.expectations_file(system)
     if not path.exists() and args.record_first and not args.expectations:
+        if session.failed:
+            # A session with failed checks sets no expectations: its verdict is FAIL.
+            v = judge.judge([], session)
+            for line in v.lines():
+                print(line)
+            print(
+                f"validation: no expectations recorded for {system}: {len(session.failed)} test "
+                f"case(s) of this session failed -- mend what they name and validate again"
+            )
+            written = outputs.write(v, out_dir, f"verdict-{system}")
+            print(f"written: {', '.join(map(str, written))}")
+            return EXIT[v.status]
         _record(session, system, path, False)
         print(
             f"validation: no expectations for {system} yet: this session's are now its "

@@ -1,0 +1,176 @@
+"""Screening the nodes of an allocation: which node, or which link, is slower than its peers.
+
+``reframe/src/screening`` measures every pair of nodes (one rank each): a round trip of 8
+bytes (latency) and the bandwidth of 1 MiB messages. Here the figures are judged among
+themselves, not against an expectation, so that a whole partition can be screened on a
+system that has no baseline yet:
+
+- a node's figure is the median over its links (a slow node makes all its links slow; one
+  slow link moves neither end's median);
+- the robust rule: a node is an outlier when its figure is worse than the median of the
+  nodes' figures by more than ``K`` scaled MADs (1.4826 x the median absolute deviation:
+  about K standard deviations of normal noise) AND by more than the practical ``margin``
+  (a fraction of that median): the MAD of nodes that are all alike is next to zero, and a
+  difference too small to matter is never a failure;
+- a link is an outlier by the same rule among the links whose two nodes are not outliers
+  (those are explained by their node).
+
+It needs 3 nodes at least: with 2 there is one link and nothing to compare it with.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+
+#: How many scaled MADs away an outlier is (Iglewicz and Hoaglin's 3.5 for the modified
+#: z-score: an outlier among normal noise about once in 2,000 figures).
+K = 3.5
+#: The practical margins by unit: an outlier is at least this much worse than the median of
+#: its peers. Small-message round trips vary more than bandwidth between unchanged runs.
+MARGINS = {"MB/s": 0.25, "us": 0.50}
+#: 1 / the normal distribution's third quartile: makes the MAD estimate a standard deviation.
+MAD_SCALE = 1.4826
+MIN_NODES = 3
+
+_LINK = re.compile(
+    r"^link (\d+) (\d+) (\S+) (\S+) rtt_us ([-\d.eE+]+|nan|inf) MBps ([-\d.eE+]+|nan|inf)$",
+    re.M,
+)
+
+
+class ScreeningError(ValueError):
+    """The measurement cannot be screened: the message says why."""
+
+
+@dataclass(frozen=True)
+class Link:
+    a: str
+    b: str
+    rtt_us: float
+    mbps: float
+
+    def name(self) -> str:
+        return f"{self.a}-{self.b}"
+
+
+#: The figures screened: (attribute, unit, which way is worse, what it is called).
+FIGURES = (("mbps", "MB/s", "lower", "bandwidth"), ("rtt_us", "us", "higher", "round trip"))
+
+
+@dataclass
+class Outlier:
+    what: str  # "node n3" or "link n1-n2"
+    figure: str  # bandwidth or round trip
+    value: float
+    median: float
+    threshold: float
+    unit: str
+
+    def line(self) -> str:
+        worse = "below" if self.figure == "bandwidth" else "above"
+        return (
+            f"{self.what} is slow: {self.figure} {_fmt(self.value)} {self.unit}, its peers' median "
+            f"{_fmt(self.median)} {self.unit} ({_pct(self.value / self.median)}; outlier "
+            f"{worse} {_fmt(self.threshold)} {self.unit})"
+        )
+
+
+@dataclass
+class Screening:
+    nodes: dict[str, dict[str, float]]  # node: {figure attribute: median over its links}
+    links: list[Link]
+    outliers: list[Outlier] = field(default_factory=list)
+    slowest_node: str = ""
+    slowest_link: str = ""
+    margins: dict[str, float] = field(default_factory=lambda: dict(MARGINS))
+
+    def rule(self) -> str:
+        return (
+            f"outlier: worse than the median of its peers by more than {K} scaled MADs and by "
+            f"more than {', '.join(f'{m:.0%} ({u})' for u, m in self.margins.items())}"
+        )
+
+    def summary(self) -> str:
+        bw = [link.mbps for link in self.links]
+        return (
+            f"{len(self.nodes)} nodes, {len(self.links)} links: bandwidth median "
+            f"{_fmt(statistics.median(bw))} MB/s, slowest node {self.slowest_node}, slowest "
+            f"link {self.slowest_link}; {len(self.outliers) or 'no'} outlier(s) ({self.rule()})"
+        )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.0f} %"
+
+
+def parse(text: str) -> list[Link]:
+    """The links the program printed; ScreeningError for figures that are not measurements."""
+    links = []
+    for _, _, a, b, rtt, mbps in _LINK.findall(text):
+        link = Link(a, b, float(rtt), float(mbps))
+        if not (0 < link.rtt_us < float("inf") and 0 < link.mbps < float("inf")):
+            raise ScreeningError(
+                f"link {link.name()} has round trip {rtt} us and bandwidth {mbps} MB/s: not a "
+                f"measurement (two ranks on one node?)"
+            )
+        if a == b:
+            raise ScreeningError(
+                f"two ranks ran on node {a}: the screening needs one rank per node"
+            )
+        links.append(link)
+    return links
+
+
+def _outliers(values: dict[str, float], worse: str, margin: float) -> dict[str, tuple]:
+    """{name: (value, median, threshold)} of the values beyond the robust rule."""
+    if len(values) < 2:
+        return {}
+    med = statistics.median(values.values())
+    mad = statistics.median(abs(v - med) for v in values.values())
+    distance = max(K * MAD_SCALE * mad, margin * med)
+    threshold = med - distance if worse == "lower" else med + distance
+    beyond = (lambda v: v < threshold) if worse == "lower" else (lambda v: v > threshold)
+    return {name: (v, med, threshold) for name, v in values.items() if beyond(v)}
+
+
+def screen(links: list[Link], margins: dict[str, float] | None = None) -> Screening:
+    """Each node's and link's figures judged against their peers' (the module's rule), with
+    ``margins`` by unit (MARGINS for the units it does not give)."""
+    margins = {**MARGINS, **(margins or {})}
+    nodes = sorted({link.a for link in links} | {link.b for link in links})
+    if len(nodes) < MIN_NODES:
+        raise ScreeningError(
+            f"{len(nodes)} node(s) measured: screening compares a node with its peers and "
+            f"needs {MIN_NODES} at least -- give the check more nodes "
+            f"(-S FabricScreening.screen_nodes=N, or 0 for every idle node)"
+        )
+    per_node = {
+        n: {
+            attr: statistics.median(getattr(link, attr) for link in links if n in (link.a, link.b))
+            for attr, *_ in FIGURES
+        }
+        for n in nodes
+    }
+    out = Screening(per_node, links, margins=margins)
+    flagged: set[str] = set()
+    for attr, unit, worse, figure in FIGURES:
+        for name, (v, med, threshold) in _outliers(
+            {n: f[attr] for n, f in per_node.items()}, worse, margins[unit]
+        ).items():
+            out.outliers.append(Outlier(f"node {name}", figure, v, med, threshold, unit))
+            flagged.add(name)
+    healthy = [link for link in links if link.a not in flagged and link.b not in flagged]
+    for attr, unit, worse, figure in FIGURES:
+        for name, (v, med, threshold) in _outliers(
+            {link.name(): getattr(link, attr) for link in healthy}, worse, margins[unit]
+        ).items():
+            out.outliers.append(Outlier(f"link {name}", figure, v, med, threshold, unit))
+    out.slowest_node = min(per_node, key=lambda n: per_node[n]["mbps"])
+    out.slowest_link = min(links, key=lambda link: link.mbps).name()
+    return out

@@ -1,0 +1,92 @@
+"""Fabric screening, proven by injecting the fault: on the emulated cluster (4 nodes, each a
+network namespace), one node's link limited by a real token bucket (tc tbf, on both ends of
+its veth pair) is named by the validation verdict, and its peers are not; the cluster as it
+is passes, and its first validation records its expectations. The screening program runs
+through Slurm's srun on all idle nodes of the partition (ReFrame's flexible allocation)."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, REPO, needs_root
+
+pytestmark = needs_root
+
+SLOW = "node3"
+RATE = "200mbit"  # about 25 MB/s; the veths carry over 1,000 MB/s here
+
+
+def validate_emu(results, links=""):
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_EMU_LINKS=links)
+    env.pop("SLURM_CONF", None)
+    command = [
+        PYTHON,
+        "-m",
+        "localsite.cli",
+        "validate",
+        "--partition",
+        "emu",
+        "--",
+        "-t",
+        "screening",
+    ]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def screened(results):
+    """The screening's figures: in the output folder when it passed, else (ReFrame keeps a
+    failed test's stage folder) in the stage folder of its last try."""
+    found = sorted(results.glob("reframe/output/local/emu/*/FabricScreening*/screening.json"))
+    found = found or sorted(
+        results.glob("reframe/stage/local/emu/*/FabricScreening*/screening.json")
+    )
+    assert found, f"no screening.json under {results}"
+    return json.loads(found[-1].read_text())
+
+
+def test_the_cluster_as_it_is_passes(tmp_path):
+    done = validate_emu(tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "this session's are now its expectations" in done.stdout
+    found = screened(tmp_path)
+    assert sorted(found["nodes"]) == ["node1", "node2", "node3", "node4"]
+    assert len(found["links"]) == 6 and found["outliers"] == []
+    assert all(link["mbps"] > 0 and link["rtt_us"] > 0 for link in found["links"])
+    # The perflog names the slowest node and link, and the one-line summary.
+    (perflog,) = (tmp_path / "perflogs" / "local" / "emu").glob("FabricScreening*.log")
+    text = perflog.read_text()
+    assert "4 nodes, 6 links: bandwidth median" in text and "no outlier(s)" in text
+
+
+def test_a_slow_link_names_its_node_in_the_verdict(tmp_path):
+    done = validate_emu(tmp_path, f"{SLOW}={RATE}")
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Validation verdict: FAIL" in done.stdout
+    fail = [line for line in done.stdout.splitlines() if line.startswith("FAIL: FabricScreening")]
+    assert fail and f"node {SLOW} is slow: bandwidth" in fail[0], done.stdout[-4000:]
+    # Only the slow node is named: its links to healthy peers are explained by it.
+    for other in ("node1", "node2", "node4"):
+        assert f"node {other} is slow" not in fail[0] and f"link {other}" not in fail[0]
+    assert "no expectations recorded for local" in done.stdout
+    verdict = json.loads((tmp_path / "validation" / "verdict-local.json").read_text())
+    assert verdict["verdict"] == "FAIL"
+    found = screened(tmp_path)
+    slow = [x["mbps"] for x in found["links"] if SLOW in (x["a"], x["b"])]
+    fast = [x["mbps"] for x in found["links"] if SLOW not in (x["a"], x["b"])]
+    assert max(slow) < 50 < min(fast), found  # the shaped rate, measured back (MB/s)
+
+
+@pytest.mark.parametrize(
+    "links, said",
+    [
+        ("node9=1gbit", "TOPOFOAM_EMU_LINKS='node9=1gbit': 'node9=1gbit' is not NODE=RATE"),
+        ("node3=fast", "is not NODE=RATE"),
+    ],
+)
+def test_a_bad_link_limit_is_one_line_before_anything_starts(tmp_path, links, said):
+    done = validate_emu(tmp_path, links)
+    assert done.returncode == 2 and said in done.stderr, done.stdout[-2000:] + done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "reframe").exists()
