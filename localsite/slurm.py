@@ -315,9 +315,14 @@ class LocalSlurm(SlurmDaemons):
         ctld_port: int | None = None,
         slurmd_port: int | None = None,
         hostname: str | None = None,
+        task_plugin: str = "task/affinity",
     ):
         super().__init__()
         self.root = Path(root or paths.run_dir() / "slurm").resolve()
+        #: task/affinity: srun binds ranks as told. task/none is the node misconfigured on
+        #: purpose (the binding check's positive control): srun accepts --cpu-bind and
+        #: binds nothing.
+        self.task_plugin = task_plugin
         self.ctld_port = ctld_port or settings.port("TOPOFOAM_SLURMCTLD_PORT", 6817)
         self.slurmd_port = slurmd_port or settings.port("TOPOFOAM_SLURMD_PORT", 6818)
         self.hostname = hostname or socket.gethostname().split(".")[0]
@@ -350,7 +355,7 @@ SlurmctldPort={self.ctld_port}
 SlurmdPort={self.slurmd_port}
 SlurmctldPidFile={r}/pids/slurmctld.pid.slurm
 SlurmdPidFile={r}/pids/slurmd-%n.pid.slurm
-{common_settings(r, self.munge_socket, "task/affinity")}SlurmdTimeout=60
+{common_settings(r, self.munge_socket, self.task_plugin)}SlurmdTimeout=60
 NodeName={host} NodeAddr=127.0.0.1 NodeHostname={host} Sockets={layout.sockets} \
 CoresPerSocket={layout.cores_per_socket} ThreadsPerCore={layout.threads_per_core} \
 RealMemory={layout.memory_mib} State=UNKNOWN

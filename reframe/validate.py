@@ -109,7 +109,7 @@ class NodeFingerprint(rfm.RunOnlyRegressionTest):
         return _as_declared(Path(self.stagedir, self.job.stdout))
 
 
-class Validated(rfm.RegressionMixin):
+class Validated(rfm.RegressionTestPlugin):
     """A measurement judged by the verdict: it records, with the session, the practical
     margins its partition states (the ``validate_margins`` extra, a fraction by unit such as
     ``{"s": 0.05, "us": 0.1}``; topofoam.validation.expectations.MARGINS for the rest), which

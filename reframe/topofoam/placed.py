@@ -17,6 +17,7 @@ import sys
 
 import reframe.utility.sanity as sn
 from reframe.core.builtins import variable
+from reframe.core.exceptions import SanityError
 
 from topofoam import costs
 from topofoam.runs import PreparedCaseRun
@@ -25,6 +26,31 @@ PROBE = (
     "echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
     "$(grep Cpus_allowed_list /proc/self/status | cut -f2)"
 )
+
+
+@sn.deferrable
+def _bound_as_placed(ran: list[str], placed: list[str]) -> bool:
+    """Each rank on the one CPU its placement names; else which ranks are off, in one line."""
+    off = [
+        f"rank {r} on CPUs {got}, placed on {want}"
+        for r, (got, want) in enumerate(zip(ran, placed))
+        if got != want
+    ]
+    if len(ran) != len(placed):
+        off.append(f"{len(ran)} ranks reported, {len(placed)} placed")
+    if off:
+        unbound = all("," in got or "-" in got for got in ran)
+        raise SanityError(
+            f"{len(off)} of {len(placed)} ranks off the cores their placement names: "
+            + "; ".join(off[:8])
+            + (f"; and {len(off) - 8} more" if len(off) > 8 else "")
+            + (
+                " (no rank was bound: does the launcher or the node apply binding?)"
+                if unbound
+                else ""
+            )
+        )
+    return True
 
 
 class PlacedRun(PreparedCaseRun):
@@ -96,13 +122,7 @@ class PlacedRun(PreparedCaseRun):
             ),
         ]
         if self.core_binding == "verified" and cores is not None:
-            checks.append(
-                sn.assert_eq(
-                    [got.get(r, ("?", "?"))[1] for r in ranks],
-                    list(cores),
-                    msg="ranks ran on CPUs {0}, the placement gives {1}",
-                )
-            )
+            checks.append(_bound_as_placed([got.get(r, ("?", "?"))[1] for r in ranks], cores))
         return checks
 
     def schedule_reported(self):

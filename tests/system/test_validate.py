@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from conftest import PYTHON, REPO, bench_cli
+from localsite.slurm import LocalSlurm
 
 
 def read_facts(results):
@@ -181,3 +182,43 @@ def test_bad_sessions_and_expectations_are_one_line(baseline, tmp_path):
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+# -- a wrong binding -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_plugin", ["task/affinity", "task/none"])
+def test_ranks_off_their_cores_fail_naming_them(tmp_path, monkeypatch, slurm_ports, task_plugin):
+    """The solver's validation on the local Slurm node, whose srun is given the placement's
+    --cpu-bind: with task/affinity each rank runs on its core and the check passes; a node
+    configured without binding (task/none: srun accepts --cpu-bind and binds nothing) fails,
+    naming each rank and the core it was placed on."""
+    monkeypatch.setenv("TOPOFOAM_RUN", str(tmp_path / "run"))
+    monkeypatch.setenv("TOPOFOAM_RESULTS", str(tmp_path / "results"))
+    slurm = LocalSlurm(task_plugin=task_plugin)
+    slurm.start()
+    try:
+        done = bench_cli(
+            "validate",
+            "--partition",
+            "slurm",
+            "--",
+            "-n",
+            "SolverValidation%repeat=0",
+            env=dict(os.environ),
+        )
+    finally:
+        slurm.stop()
+    if task_plugin == "task/affinity":
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+        assert "this session's are now its expectations" in done.stdout
+        assert (tmp_path / "results" / "expectations" / "local.yaml").exists()
+        return
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
+    verdict = verdict_of(tmp_path / "results")
+    fails = [v for v in verdict["failed_test_cases"] if v.startswith("SolverValidation")]
+    assert verdict["verdict"] == "FAIL" and fails, verdict
+    ranks = min(2, read_facts(tmp_path / "results")["cores"])  # the local ppn
+    said = f"{ranks} of {ranks} ranks off the cores their placement names: rank 0 on CPUs "
+    assert said in fails[0] and "no rank was bound" in fails[0], fails[0]
+    assert f"FAIL: {fails[0]}" in done.stdout

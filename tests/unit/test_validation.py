@@ -251,6 +251,24 @@ def test_a_stored_session_reads_as_observations():
     assert s.nodes == {"site:part": {"cpu": {"model": "X"}}}
 
 
+def test_a_failed_fixture_of_a_validated_case_fails_the_session_with_its_reason():
+    """A reference run placed on the wrong cores fails; the validated case that needs it is
+    not run (ReFrame's fail_deps): both are failures of the validation, the fixture's reason
+    first. A failed fixture whose dependents all ran is not the validation's."""
+    cases = [case("SolverValidationReference", result="fail", fixture=True, tags=["sweep"],
+                  fail_reason="sanity error: 2 of 2 ranks off the cores"),
+             case("SolverValidation %repeat=0", result="fail_deps"),
+             case("OtherReference", result="fail", fixture=True, tags=[], partition="p2",
+                  fail_reason="unrelated")]  # fmt: skip
+    s = sessions.from_record(record([cases]))
+    assert s.failed == [
+        "SolverValidationReference /abcdef12 on site:part: sanity error: 2 of 2 ranks off the cores",
+        "SolverValidation %repeat=0 /abcdef12 on site:part: not run: a fixture it needs failed",
+    ]
+    v = judge.judge([], s)
+    assert v.status == judge.FAIL and v.lines()[1].startswith("FAIL: SolverValidationReference")
+
+
 def test_what_changed_between_sessions_is_listed():
     a = session({}, nodes={PART: {"software": {"ucx": "1.13.1"}, "topology": {"numa_nodes": 4}}})
     b = session({}, nodes={PART: {"software": {"ucx": "1.14.0"}, "topology": {"numa_nodes": 4}}})

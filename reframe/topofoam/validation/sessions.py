@@ -115,17 +115,26 @@ def from_record(record: dict) -> Session:
                 case.get("partition"),
                 case.get("environ"),
             ] = case
+    # A fixture's failure (a reference run placed on the wrong cores) is the validation's
+    # own where a validated case could not run for it.
+    failed_fixtures: dict[str, list[str]] = defaultdict(list)
+    blocked: set[str] = set()
     for case in last.values():
-        if "validate" not in (case.get("tags") or []):
-            continue  # a session may run more than the validation selection: not judged
         check = (case.get("name") or "?").split()[0]
         part = f"{case.get('system')}:{case.get('partition')}"
+        if "validate" not in (case.get("tags") or []):
+            if case.get("fixture") and case.get("result") in ("fail", "abort"):
+                failed_fixtures[part].append(_failure(case, check, part))
+            continue  # a session may run more than the validation selection: not judged
         out.partitions.add(part)
         if case.get("result") != "pass":
             if case.get("result") in ("fail", "abort"):
+                out.failed.append(_failure(case, check, part))
+            elif case.get("result") == "fail_deps":
+                blocked.add(part)
                 out.failed.append(
-                    f"{case.get('display_name', check)} on {part}: "
-                    f"{case.get('fail_reason') or case.get('result')}"
+                    f"{case.get('display_name', check)} on {part}: not run: a fixture it needs "
+                    f"failed"
                 )
             continue
         if case.get("description"):
@@ -152,8 +161,14 @@ def from_record(record: dict) -> Session:
                         f"fraction in [0, 1) -- correct the partition in its site file"
                     )
                 out.margins[key] = float(margin)
+    for part in sorted(blocked):
+        out.failed[:0] = failed_fixtures[part]
     out.samples = dict(samples)
     return out
+
+
+def _failure(case: dict, check: str, part: str) -> str:
+    return f"{case.get('display_name', check)} on {part}: {case.get('fail_reason') or case.get('result')}"
 
 
 #: session_info keys ReFrame writes itself; the rest are --session-extras.
