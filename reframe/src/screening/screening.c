@@ -12,11 +12,18 @@
  *
  * Each figure is the median over BATCHES batches (of BATCH round trips for latency, BW_BATCH
  * for bandwidth), after untimed warm-up round trips: a batch that an interrupt hit does not
- * move it. */
+ * move it. The whole schedule is met REPEATS times and each link keeps the median of its
+ * REPEATS figures: a link measured while something else ran on its nodes is not judged by
+ * that one measurement.
+ *
+ * Ranks that wait for the others (in a barrier) sleep between tests of a non-blocking
+ * barrier instead of polling: where nodes share cores, a polling rank would take them from
+ * the pair being measured. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define WARMUP 50
 #define BATCHES 9
@@ -24,6 +31,22 @@
 #define BW_WARMUP 2
 #define BW_BATCH 3
 #define BW_BYTES (1 << 20)
+#define REPEATS 3
+
+/* A barrier whose waiting ranks sleep (50 us at a time) instead of polling. */
+static void quietBarrier(void)
+{
+    MPI_Request request;
+    int done = 0;
+    const struct timespec nap = {0, 50000};
+    MPI_Ibarrier(MPI_COMM_WORLD, &request);
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    while (!done)
+    {
+        nanosleep(&nap, NULL);
+        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    }
+}
 
 static int ascending(const void* a, const void* b)
 {
@@ -81,16 +104,17 @@ static int partner(int rank, int r, int m)
     return p == rank ? m - 1 : p;
 }
 
-/* Measure the link to peer; the lower rank keeps the figures (rtt in s, MB/s). */
-static void measure(char* buffer, int rank, int peer, double* rtt, double* mbps)
+/* Measure the link to peer in repeat k; the lower rank keeps the figures (rtt in s, MB/s)
+ * at [peer*REPEATS + k]. */
+static void measure(char* buffer, int rank, int peer, int k, double* rtt, double* mbps)
 {
     const int first = rank < peer;
     const double small = timed(buffer, 8, peer, first, WARMUP, BATCH);
     const double large = timed(buffer, BW_BYTES, peer, first, BW_WARMUP, BW_BATCH);
     if (first)
     {
-        rtt[peer] = small;
-        mbps[peer] = 2.0*BW_BYTES/large/1e6;
+        rtt[peer*REPEATS + k] = small;
+        mbps[peer*REPEATS + k] = 2.0*BW_BYTES/large/1e6;
     }
 }
 
@@ -103,40 +127,46 @@ int main(int argc, char** argv)
     const int serial = argc > 1 && strcmp(argv[1], "--serial") == 0;
 
     char* buffer = calloc(BW_BYTES, 1);
-    /* Row of this rank: figures of its links to higher ranks, -1 where none. */
+    /* This rank's figures of its links to higher ranks, REPEATS each. */
+    double* rtts = malloc((size_t)size*REPEATS*sizeof(double));
+    double* mbpss = malloc((size_t)size*REPEATS*sizeof(double));
+    for (int k = 0; k < REPEATS; ++k)
+    {
+        if (serial)
+        {
+            for (int i = 0; i < size; ++i)
+            {
+                for (int j = i + 1; j < size; ++j)
+                {
+                    if (rank == i || rank == j)
+                    {
+                        measure(buffer, rank, rank == i ? j : i, k, rtts, mbpss);
+                    }
+                    quietBarrier();
+                }
+            }
+        }
+        else
+        {
+            const int m = size + size % 2;
+            for (int r = 0; r < m - 1; ++r)
+            {
+                const int peer = partner(rank, r, m);
+                if (peer < size)
+                {
+                    measure(buffer, rank, peer, k, rtts, mbpss);
+                }
+                quietBarrier();
+            }
+        }
+    }
+    /* Row of this rank: the median figure of each link to a higher rank, -1 where none. */
     double* rtt = malloc(size*sizeof(double));
     double* mbps = malloc(size*sizeof(double));
     for (int j = 0; j < size; ++j)
     {
-        rtt[j] = mbps[j] = -1.0;
-    }
-
-    if (serial)
-    {
-        for (int i = 0; i < size; ++i)
-        {
-            for (int j = i + 1; j < size; ++j)
-            {
-                if (rank == i || rank == j)
-                {
-                    measure(buffer, rank, rank == i ? j : i, rtt, mbps);
-                }
-                MPI_Barrier(MPI_COMM_WORLD);
-            }
-        }
-    }
-    else
-    {
-        const int m = size + size % 2;
-        for (int r = 0; r < m - 1; ++r)
-        {
-            const int peer = partner(rank, r, m);
-            if (peer < size)
-            {
-                measure(buffer, rank, peer, rtt, mbps);
-            }
-            MPI_Barrier(MPI_COMM_WORLD);
-        }
+        rtt[j] = j > rank ? median(rtts + (size_t)j*REPEATS, REPEATS) : -1.0;
+        mbps[j] = j > rank ? median(mbpss + (size_t)j*REPEATS, REPEATS) : -1.0;
     }
 
     char host[MPI_MAX_PROCESSOR_NAME] = "";
@@ -154,7 +184,11 @@ int main(int argc, char** argv)
     MPI_Gather(mbps, size, MPI_DOUBLE, allMbps, size, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (rank == 0)
     {
-        printf("screening ranks %d mode %s bytes %d\n", size, serial ? "serial" : "rounds", BW_BYTES);
+        printf
+        (
+            "screening ranks %d mode %s bytes %d repeats %d\n",
+            size, serial ? "serial" : "rounds", BW_BYTES, REPEATS
+        );
         for (int i = 0; i < size; ++i)
         {
             for (int j = i + 1; j < size; ++j)
@@ -177,6 +211,8 @@ int main(int argc, char** argv)
     free(allMbps);
     free(rtt);
     free(mbps);
+    free(rtts);
+    free(mbpss);
     free(buffer);
     MPI_Finalize();
     return 0;
