@@ -136,25 +136,18 @@ def _run(args) -> int:
             )
         v = regressions.compare(before, session)
         changed = regressions.changes(before, session)
-        for line in regressions.lines(v, before, changed):
-            print(line)
-        written = outputs.write(v, out_dir, f"regressions-{system}", changed)
-        print(f"written: {', '.join(map(str, written))}")
-        return EXIT[v.status]
+        lines = regressions.lines(v, before, changed)
+        return _hand_in(v, lines, out_dir / f"regressions-{system}", changed)
     path = args.expectations or paths.expectations_file(system)
     if not path.exists() and args.record_first and not args.expectations:
         if session.failed:
             # A session with failed checks sets no expectations: its verdict is FAIL.
             v = judge.judge([], session)
-            for line in v.lines():
-                print(line)
-            print(
+            why = (
                 f"validation: no expectations recorded for {system}: {len(session.failed)} test "
                 f"case(s) of this session failed -- mend what they name and validate again"
             )
-            written = outputs.write(v, out_dir, f"verdict-{system}")
-            print(f"written: {', '.join(map(str, written))}")
-            return EXIT[v.status]
+            return _hand_in(v, [*v.lines(), why], out_dir / f"verdict-{system}")
         _record(session, system, path, False)
         print(
             f"validation: no expectations for {system} yet: this session's are now its "
@@ -163,14 +156,20 @@ def _run(args) -> int:
         return 0
     expected = expectations.load(path, system)
     v = judge.judge(expected, session)
-    for line in v.lines():
-        print(line)
     counts = v.counts()
-    print(
+    tally = (
         f"{counts[judge.PASS]} pass, {counts[judge.FAIL]} fail, {counts[judge.INCONCLUSIVE]} inconclusive "
         f"of {len(v.judgements) + len(v.missing) + len(v.failed_cases)}; expectations: {path}"
     )
-    written = outputs.write(v, out_dir, f"verdict-{system}")
+    return _hand_in(v, [*v.lines(), tally], out_dir / f"verdict-{system}")
+
+
+def _hand_in(v, lines: list[str], stem: Path, changed=None) -> int:
+    """Print the verdict's lines, write it as JSON and JUnit XML (stem.json, stem.xml), and
+    return its exit status."""
+    for line in lines:
+        print(line)
+    written = outputs.write(v, stem.parent, stem.name, changed)
     print(f"written: {', '.join(map(str, written))}")
     return EXIT[v.status]
 
