@@ -22,18 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import paths, settings
 
 BENCH = str(paths.REPO / "bench")
 NODE = "node3"
-
-
-def _rate_mbps(rate: str) -> float:
-    """tc's rate as MB/s (10^6 bytes)."""
-    for unit, scale in (("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9)):
-        if rate.endswith(unit):
-            return float(rate[: -len(unit)]) * scale / 8 / 1e6
-    raise ValueError(rate)
 
 
 def _run(scratch: Path, label: str, rate: str = "") -> dict:
@@ -62,7 +54,7 @@ def _run(scratch: Path, label: str, rate: str = "") -> dict:
         "outliers": s["outliers"],
         "node3": node,
         "peers": peers,
-        "set": _rate_mbps(rate) if rate else None,
+        "set": settings.rate_mbytes(rate) if rate else None,
     }
 
 

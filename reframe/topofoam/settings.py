@@ -86,6 +86,13 @@ def repeats() -> int:
 
 
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
+_BITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def rate_mbytes(rate: str) -> float | None:
+    """A tc rate (``200mbit``) in MB/s (10^6 bytes), or None if it is not one."""
+    m = _RATE.match(rate.strip())
+    return float(m.group(1)) * _BITS[m.group(2)] / 8 / 1e6 if m else None
 
 
 def emu_links() -> dict[str, str]:
@@ -97,8 +104,7 @@ def emu_links() -> dict[str, str]:
     limits = {}
     for item in text.split(","):
         host, _, rate = item.strip().partition("=")
-        m = _RATE.match(rate.strip())
-        if not re.fullmatch(r"node[1-8]", host.strip()) or not m or float(m.group(1)) <= 0:
+        if not re.fullmatch(r"node[1-8]", host.strip()) or not rate_mbytes(rate):
             raise SettingError(
                 f"TOPOFOAM_EMU_LINKS={text!r}: {item.strip()!r} is not NODE=RATE -- give e.g. "
                 f"node3=100mbit (nodes node1 to node8, rates in kbit, mbit or gbit; or unset "
