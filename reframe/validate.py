@@ -189,6 +189,7 @@ def _screened(test: "FabricScreening") -> bool:
         found = screening.screen(links, test.screen_margins)
     except screening.ScreeningError as e:
         raise SanityError(str(e)) from None
+    test.links = links
     test.slowest_node, test.slowest_link = found.slowest_node, found.slowest_link
     test.screened = found.summary()
     Path(test.stagedir, "screening.json").write_text(
@@ -208,8 +209,9 @@ def _screened(test: "FabricScreening") -> bool:
 
 
 @sn.deferrable
-def _links(stdout: Path, figure: str, pick) -> float:
-    return pick(getattr(link, figure) for link in screening.parse(stdout.read_text()))
+def _links(test: "FabricScreening", figure: str, pick) -> float:
+    """One figure over the links the sanity check parsed (it runs before performance)."""
+    return pick(getattr(link, figure) for link in test.links)
 
 
 @rfm.simple_test
@@ -239,6 +241,8 @@ class FabricScreening(rfm.RunOnlyRegressionTest):
     screened = variable(str, value="", loggable=True)
     #: The figures a verdict judges against expectations, where a site records them.
     validated_metrics = variable(list, value=["median_bandwidth", "median_rtt"])
+    #: The links as the sanity check parsed them, for the performance figures.
+    links = variable(list, value=[])
 
     @run_after("setup")
     def allocation(self):
@@ -259,16 +263,15 @@ class FabricScreening(rfm.RunOnlyRegressionTest):
         self.descr = "all links between " + (
             f"{self.screen_nodes} nodes" if self.screen_nodes else "the idle nodes"
         )
-        stdout = Path(self.stagedir, self.job.stdout)
         self.perf_variables = {
             "median_bandwidth": sn.make_performance_function(
-                _links(stdout, "mbps", statistics.median), "MB/s"
+                _links(self, "mbps", statistics.median), "MB/s"
             ),
-            "slowest_bandwidth": sn.make_performance_function(_links(stdout, "mbps", min), "MB/s"),
+            "slowest_bandwidth": sn.make_performance_function(_links(self, "mbps", min), "MB/s"),
             "median_rtt": sn.make_performance_function(
-                _links(stdout, "rtt_us", statistics.median), "us"
+                _links(self, "rtt_us", statistics.median), "us"
             ),
-            "slowest_rtt": sn.make_performance_function(_links(stdout, "rtt_us", max), "us"),
+            "slowest_rtt": sn.make_performance_function(_links(self, "rtt_us", max), "us"),
         }
 
     @sanity_function
