@@ -33,7 +33,7 @@ from localsite.slurm import (
     spool_dir,
     terminate,
 )
-from topofoam import paths, settings
+from topofoam import fabric, paths, settings
 
 #: What each emulated node declares: the layout rankmap and the checks see. It may exceed the
 #: real cores; binding is then not applied (TaskPlugin=task/none), and checks say so.
@@ -106,6 +106,9 @@ class EmulatedCluster(SlurmDaemons):
         self.log_dir = self.root / "log"
         #: Rate-limited links (TOPOFOAM_EMU_LINKS): node -> tc rate, e.g. {"node3": "100mbit"}.
         self.link_limits = settings.emu_links()
+        #: What every link costs (TOPOFOAM_FABRIC; None: the links as they are).
+        self.fabric = fabric.from_environment()
+        self.fabric_lib = self.root / "fabric" / "libtopofoam-fabric.so"
 
     # -- state -----------------------------------------------------------------------------
 
@@ -158,6 +161,8 @@ class EmulatedCluster(SlurmDaemons):
         self._check_can_start()
         state = {"netns": [], "links": [], "pids": {}}
         try:
+            if self.fabric:
+                self._build_fabric()
             self._network(state)
             self._files()
             self._daemons()
@@ -179,7 +184,7 @@ class EmulatedCluster(SlurmDaemons):
                 f"cluster does not have -- name nodes node1 to node{self.nodes}"
             )
         tools = ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "sinfo")
-        for tool in tools + (("tc",) if self.link_limits else ()):
+        for tool in tools + (("tc",) if self.link_limits or self.fabric else ()):
             if shutil.which(tool) is None:
                 raise SlurmError(f"{tool} not found -- run ./bench setup")
         for port in (self.ctld_port, self.slurmd_port):
@@ -212,13 +217,42 @@ class EmulatedCluster(SlurmDaemons):
             _ip("link", "set", veth, "up")
             if host in self.link_limits:
                 self.limit_link(host, self.link_limits[host])
+            elif self.fabric:
+                self.limit_link(host, self.fabric.tc_rate, "TOPOFOAM_FABRIC")
+        if self.fabric:
+            state["fabric"] = {"label": self.fabric.label(), "lib": str(self.fabric_lib)}
+            state["fabric"].update(vars(self.fabric))
+            self._record(state)
 
-    def limit_link(self, host: str, rate: str) -> None:
+    def _build_fabric(self) -> None:
+        try:
+            fabric.build(self.fabric_lib)
+        except fabric.FabricError as e:
+            raise SlurmError(f"TOPOFOAM_FABRIC={self.fabric.name}: {e}, or unset it") from None
+
+    def fabric_in_force(self) -> dict | None:
+        """The fabric profile the running cluster applies (its state), or None."""
+        return self._state().get("fabric")
+
+    def fabric_env(self) -> dict[str, str]:
+        """What a job on the cluster needs for the profile in force: the latency's interposer
+        preloaded, and the latency."""
+        f = self.fabric_in_force()
+        if not f:
+            return {}
+        return {
+            "LD_PRELOAD": f["lib"],
+            "TOPOFOAM_FABRIC_LATENCY_US": f"{f['latency_us']:.3f}",
+            "TOPOFOAM_FABRIC_MBYTES": f"{f['mbytes']:.3f}",
+        }
+
+    def limit_link(self, host: str, rate: str, setting: str = "TOPOFOAM_EMU_LINKS") -> None:
         """Make ``host``'s link a slow one: a token bucket (tc's tbf) of ``rate`` on both ends
         of its veth pair, so traffic to and from the node is limited. These kernels have
         tbf but not netem: a rate can be injected, a delay cannot. The qdiscs go with the
         links when the cluster stops."""
-        # A bucket of 64 KiB, one segment train of TCP's (a larger bucket lets a whole
+        # A bucket of 64 KiB (reframe/src/fabric's BUCKET: the fabric's interposer charges
+        # smaller messages their bandwidth itself), one segment train of TCP's (a larger bucket lets a whole
         # message pass at the link's own speed: with 10 ms of the rate, 1 MiB messages came
         # through at twice a 1 Gbit/s limit), and a queue of at most 50 ms: TCP then sees
         # drops and backs off to the rate.
@@ -232,7 +266,7 @@ class EmulatedCluster(SlurmDaemons):
             if done.returncode != 0:
                 raise SlurmError(
                     f"cannot limit {host}'s link to {rate} (tc: {done.stderr.strip()}) -- the "
-                    f"kernel needs the tbf qdisc (sch_tbf); unset TOPOFOAM_EMU_LINKS"
+                    f"kernel needs the tbf qdisc (sch_tbf); unset {setting}"
                 )
 
     def _files(self) -> None:

@@ -206,7 +206,9 @@ if _slurm_conf == str(_emu.conf):
             "environs": ["openfoam-v1912", "openfoam-v1912-patched"],
             "env_vars": _mpi_env
             + [["SLURM_MPI_TYPE", "pmix"]]
-            + [[k, v] for k, v in mpi_env(_emu.subnet, _emu.node_tmp).items()],
+            + [[k, v] for k, v in mpi_env(_emu.subnet, _emu.node_tmp).items()]
+            # The fabric profile the running cluster applies (TOPOFOAM_FABRIC): its latency.
+            + [[k, v] for k, v in _emu.fabric_env().items()],
             # The declared node, not this machine: what Slurm, rankmap and the checks see.
             "processor": {
                 "num_cpus": _lay.cpus,
@@ -226,6 +228,8 @@ if _slurm_conf == str(_emu.conf):
                 # round trip is the scheduler's (20 to 50 us between unchanged links), not the
                 # link's; a link limited by tc shows in the bandwidth (docs/timings.md).
                 "screen_margins": {"MB/s": 0.25, "us": 1.0},
+                # What its links cost (topofoam.fabric), in every perflog row of it.
+                "fabric": (_emu.fabric_in_force() or {}).get("label", "none"),
             },
             "max_jobs": 1,
         }

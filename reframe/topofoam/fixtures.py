@@ -261,9 +261,10 @@ class CountsMpiCalls(rfm.RegressionTestPlugin):
     @run_before("run")
     def preload_the_counter(self):
         self.add_prerun("prepare", "mkdir -p mpicount")
-        # Only the solver is counted (not cp, the probe, or the shell).
+        # Only the solver is counted (not cp, the probe, or the shell). After what the
+        # partition preloads (the emulated fabric's latency), which then reaches it.
         self.executable = (
-            f"env LD_PRELOAD={self.mpicount.library()} "
+            f"env LD_PRELOAD=${{LD_PRELOAD:+$LD_PRELOAD:}}{self.mpicount.library()} "
             f"TOPOFOAM_MPICOUNT_DIR=$PWD/mpicount {self.executable}"
         )
 

@@ -5,7 +5,8 @@ NUMA nodes of one package, two packages, two nodes; the cores come from the part
 topology): an MPI ping-pong of 10, 100, 500 and 1000 double-precision scalars (seed 000
 Table 2), each a performance variable in microseconds; the bandwidth of 1 MiB messages (MB/s);
 the latency of a one-scalar MPI_Allreduce and MPI_Alltoall on the pair (us). Partitions whose
-nodes share one machine (emulated) have no sweep values, so they are not measured.
+nodes share one machine (emulated) are measured between two nodes only, and only when their
+links were given costs (a fabric profile, topofoam.fabric): the check then measures them back.
 """
 
 import reframe.utility.sanity as sn
@@ -22,7 +23,9 @@ from reframe.core.builtins import (
 import reframe as rfm
 from rankmap import topology
 from topofoam import sweepspace
+from topofoam.fabric import NONE
 from topofoam.fixtures import MpiBuild
+from topofoam.onfabric import OnFabric
 from topofoam.paths import SOURCES
 from topofoam.sweep import most_repeats, partitions
 
@@ -36,7 +39,7 @@ class PingPongBuild(MpiBuild):
     valid_prog_environs = ["+reduction-schedule"]
 
 
-class PingPong(rfm.RunOnlyRegressionTest):
+class PingPong(rfm.RunOnlyRegressionTest, OnFabric):
     """Round-trip time, bandwidth and collective latency between two cores at one hardware
     level (a check subclasses it with its tags: reframe/p2p.py, reframe/validate.py)."""
 
@@ -68,11 +71,13 @@ class PingPong(rfm.RunOnlyRegressionTest):
         def measurable(part):
             if self.repeat >= self.repeats_on(part):
                 return False
+            if part.extras.get("emulated"):
+                return self.level == "inter_node" and part.extras.get("fabric", NONE) != NONE
             if self.level == "inter_node" and 2 not in part.extras["nodes"]:
                 return False
             return self.pair(part) is not None
 
-        self.valid_systems = [p.fullname for p in partitions() if measurable(p)]
+        self.valid_systems = [p.fullname for p in partitions(emulated=True) if measurable(p)]
 
     @run_after("setup")
     def bind_the_pair(self):

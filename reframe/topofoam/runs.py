@@ -7,10 +7,11 @@ import reframe as rfm
 from cases import CASES, flavour, resolve
 from cases.sanity import evaluate
 from topofoam import switches
+from topofoam.onfabric import OnFabric
 from topofoam.solverlog import OpenFOAMSolverMixin
 
 
-class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin):
+class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin, OnFabric):
     """Runs the case's solver in parallel in a copy of the ``prepared`` fixture's case.
 
     A subclass declares ``prepared = fixture(PreparedCase, ...)``; the expected steps and

@@ -130,3 +130,6 @@ def check_all() -> None:
         port(name, default)
     subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
     emu_links()
+    from topofoam import fabric  # it reads its table through this module
+
+    fabric.from_environment()

@@ -36,13 +36,16 @@ from topofoam.results.stages import format_defaults
 from topofoam.sweepspace import ESI_NODECOMMS, SCHEDULE_VARIANTS, Combination, SweepError
 
 
-def partitions() -> list:
-    """The current system's partitions that carry sweep values."""
+def partitions(emulated: bool = False) -> list:
+    """The current system's partitions that carry sweep values (and, with ``emulated``, its
+    emulated ones, which carry none)."""
     try:
         system = runtime().system
     except Exception:  # imported outside a ReFrame run (documentation, linters)
         return []
-    return [p for p in system.partitions if "ppn" in p.extras]
+    return [
+        p for p in system.partitions if "ppn" in p.extras or (emulated and p.extras.get("emulated"))
+    ]
 
 
 @functools.cache

@@ -112,6 +112,15 @@ def _screened(coll: Collection) -> str:
     return said
 
 
+def _fabrics(coll: Collection) -> str:
+    """The fabric profiles the runs' links had (topofoam.fabric), where one was set."""
+    seen = sorted({(r["partition"] or "?", r.get("fabric")) for r in coll.rows if r.get("fabric")})
+    costed = [
+        f"{part}'s runs with links costing {label}" for part, label in seen if label != "none"
+    ]
+    return f"; {', '.join(costed)} (an emulated fabric, topofoam.fabric)" if costed else ""
+
+
 class Builder:
     def __init__(self, results: Path, system: str, out: Path, images: bool, say):
         self.results, self.system, self.out, self.images, self.say = (
@@ -185,6 +194,7 @@ class Builder:
             + f", from {self.results / 'perflogs' / self.system} "
             f"and the run reports in {self.results / 'reframe' / 'reports'}"
             + _screened(coll)
+            + _fabrics(coll)
             + ".",
             f"One row per run, every parameter a column: {table}.",
             f"Merging repeats: {RULE}. {stats.METHOD} Times are the solver's wall time (the "

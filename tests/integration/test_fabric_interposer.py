@@ -1,0 +1,91 @@
+"""The emulated fabric's latency (reframe/src/fabric), on real MPI ranks: the project's
+ping-pong between two ranks of this machine, each in a UTS namespace of its own with a host
+name of its own, so that the interposer sees two nodes (as on the emulated cluster, whose
+nodes differ by host name). Open MPI itself still sees one machine.
+
+- a message between the two "nodes" leaves L later: a round trip gains at least 2 L, a
+  one-scalar all-reduce and all-to-all between 2 nodes at least L;
+- ranks that share a host name gain nothing;
+- stacked with the call counter (fabric first in LD_PRELOAD), the counts are exactly those
+  without it: every call reaches the next library.
+"""
+
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO, needs_root
+from topofoam import fabric, mpicount
+
+pytestmark = needs_root
+
+L_US = 100.0
+PINGPONG = REPO / "reframe/src/pingpong/pingpong.c"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fabric")
+    program = folder / "pingpong"
+    done = subprocess.run(
+        ["mpicc", "-O2", "-o", str(program), str(PINGPONG)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return {
+        "fabric": fabric.build(folder / "libfabric.so"),
+        "count": mpicount.build(folder / "count"),
+        "program": program,
+    }
+
+
+def pingpong(built, *, preload=(), latency=L_US, own_hosts=True, counts=None):
+    env_args = ["-x", f"TOPOFOAM_FABRIC_LATENCY_US={latency}"]
+    if preload:
+        env_args += ["-x", "LD_PRELOAD=" + ":".join(str(built[p]) for p in preload)]
+    if counts:
+        env_args += ["-x", f"TOPOFOAM_MPICOUNT_DIR={counts}"]
+    program = f"{built['program']} 10"
+    if own_hosts:  # host names rank0, rank1: two nodes to the interposer
+        program = f"unshare -u sh -c 'hostname rank$OMPI_COMM_WORLD_RANK; exec {program}'"
+    done = subprocess.run(
+        ["mpirun", "-np", "2", "--oversubscribe", "--allow-run-as-root", *env_args]
+        + ["sh", "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    figures = {
+        "rtt": r"^pingpong size 10 rtt_us (\S+)",
+        "allreduce": r"^collective allreduce us (\S+)",
+        "alltoall": r"^collective alltoall us (\S+)",
+    }
+    return {k: float(re.search(p, done.stdout, re.M).group(1)) for k, p in figures.items()}
+
+
+def test_messages_between_nodes_arrive_a_latency_later(built):
+    plain = pingpong(built)
+    delayed = pingpong(built, preload=["fabric"])
+    assert delayed["rtt"] >= 2 * L_US > 10 * plain["rtt"], (plain, delayed)
+    for collective in ("allreduce", "alltoall"):  # 2 nodes: one round of L
+        assert delayed[collective] >= L_US > 10 * plain[collective], (plain, delayed)
+    # and not much more: a sleep, not a second delay (scheduling adds tens of us here)
+    assert delayed["rtt"] < 4 * L_US and delayed["allreduce"] < 2 * L_US, delayed
+
+
+def test_ranks_of_one_node_gain_nothing(built):
+    same = pingpong(built, preload=["fabric"], own_hosts=False)
+    assert same["rtt"] < L_US / 2 and same["allreduce"] < L_US / 2, same
+
+
+def test_stacked_with_the_counter_every_call_is_counted(built, tmp_path):
+    alone, stacked = tmp_path / "alone", tmp_path / "stacked"
+    for folder in (alone, stacked):
+        folder.mkdir()
+    pingpong(built, preload=["count"], counts=alone)
+    delayed = pingpong(built, preload=["fabric", "count"], counts=stacked)
+    assert delayed["rtt"] >= 2 * L_US
+    counted = mpicount.read(stacked, ranks=2)
+    assert counted == mpicount.read(alone, ranks=2)
+    assert counted["MPI_Send"] > 10_000 and counted["MPI_Allreduce"] > 10_000, counted

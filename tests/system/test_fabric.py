@@ -1,0 +1,52 @@
+"""The emulated fabric's costs, measured back: on the emulated cluster with a fabric profile
+(TOPOFOAM_FABRIC=vsc5x100: VSC-5's inter-node costs of seed 000 Table 2, 100 times dearer),
+the p2p check measures round trips and bandwidth near what was set, and every perflog row
+and the report say which profile the links had. A name that is no profile stops the run
+before anything starts."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, REPO, needs_root
+from topofoam import fabric
+from topofoam.results import perflog
+
+pytestmark = needs_root
+
+PROFILE = "vsc5x100"
+
+
+def bench_emu(results, profile, *args):
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile)
+    env.pop("SLURM_CONF", None)
+    command = [PYTHON, "-m", "localsite.cli", "run", "--partition", "emu", *args]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_the_p2p_check_measures_the_profile_back(tmp_path):
+    done = bench_emu(tmp_path, PROFILE, "--tag", "p2p")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    set_ = fabric.profile(PROFILE)
+    rows = perflog.read_system(tmp_path / "perflogs" / "local", checks=("PingPongRun",)).rows
+    assert rows and {r["fabric"] for r in rows} == {set_.label()}
+    row = rows[-1]
+    for scalars in (10, 1000):
+        one_way = set_.latency_us + 8 * scalars / set_.mbytes
+        measured = row[f"rtt_{scalars}"]
+        # the link's own cost comes on top: tens of microseconds here
+        assert 2 * one_way <= measured <= 1.25 * 2 * one_way, (scalars, measured, one_way)
+    assert row["bandwidth"] == pytest.approx(set_.mbytes, rel=0.1)
+    assert row["allreduce_latency"] >= set_.latency_us
+    report = (tmp_path / "report" / "local" / "report.md").read_text()
+    assert f"emu's runs with links costing {set_.label()}" in report
+
+
+def test_a_name_that_is_no_profile_stops_the_run_in_one_line(tmp_path):
+    done = bench_emu(tmp_path, "vsc5x1")
+    assert done.returncode != 0
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert len(lines) == 1 and "TOPOFOAM_FABRIC='vsc5x1'" in lines[0], lines
+    assert "choose a scale from" in lines[0] and "Traceback" not in done.stderr
+    assert not (tmp_path / "perflogs").exists()
