@@ -16,31 +16,20 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from topofoam import paths, settings
+from localsite.benchrun import bench_run
+from topofoam import settings
 
-BENCH = str(paths.REPO / "bench")
 NODE = "node3"
 
 
 def _run(scratch: Path, label: str, rate: str = "") -> dict:
     results = scratch / label
-    env = dict(os.environ, TOPOFOAM_RESULTS=str(results))
-    env["TOPOFOAM_EMU_LINKS"] = f"{NODE}={rate}" if rate else ""
-    began = time.monotonic()
-    done = subprocess.run(
-        [BENCH, "run", "--partition", "emu", "--tag", "screening"],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=paths.REPO,
-    )
-    took = time.monotonic() - began
+    limit = f"{NODE}={rate}" if rate else ""
+    done, took = bench_run(results, "emu", "screening", TOPOFOAM_EMU_LINKS=limit)
     found = sorted(results.glob("reframe/*/local/emu/*/FabricScreening*/screening.json"))
     if not found:
         return {"label": label, "exit": done.returncode, "took": took, "error": done.stdout[-500:]}
