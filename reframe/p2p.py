@@ -7,7 +7,8 @@ performance variable in microseconds; beside them the bandwidth of 1 MiB message
 and the latency of a one-scalar MPI_Allreduce and MPI_Alltoall on the pair (us); the
 measurement is topofoam.pingpong's. ``python -m topofoam.p2p`` turns the perflog into a
 latency table that rankmap takes as its cost vector (``--cost-table``). Partitions whose nodes
-share one machine (emulated) have no sweep values, so they are not measured.
+share one machine (emulated) are measured between two nodes only when their links were given
+costs (a fabric profile, topofoam.fabric): the check measures those back.
 """
 
 import reframe as rfm
