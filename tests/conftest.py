@@ -94,12 +94,19 @@ BUILT = {
 }
 
 
+#: The test files that asked for each flavour's build (built_env), for the run's summary.
+ASKED: dict[str, set[str]] = {name: set() for name in BUILT}
+
+
 def built_env(name: str) -> dict:
     """Environment to run the cached build of flavour ``name`` (localsite/flavours.py, with
     its series); skips the test, saying why, when there is none (it needs the source archive:
     TOPOFOAM_SOURCES)."""
     from localsite import flavours
 
+    current = os.environ.get("PYTEST_CURRENT_TEST", "")
+    if current:
+        ASKED[name].add(current.split("::")[0])
     flavour = flavours.get(name)
     if not flavours.is_built(flavour):
         title, archive = BUILT[name]
@@ -110,6 +117,61 @@ def built_env(name: str) -> dict:
     return dict(
         flavours.run_env(flavour), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"
     )
+
+
+def _flavour_of(nodeid: str) -> str:
+    """The flavour a test ran on: the one its file asked for (built_env); where its file asked
+    for several, the one its parameters name; else the embedded default."""
+    asked = [n for n, files in ASKED.items() if nodeid.split("::")[0] in files]
+    params = nodeid.partition("[")[2]
+    named = [n for n in asked if re.search(rf"(^|-){n}(-|\]|$)", params)]
+    if len(asked) == 1 or len(named) == 1:
+        return (named or asked)[0]
+    return "v1912"
+
+
+def _built_here(name: str) -> str:
+    try:
+        if name == "v1912":
+            from localsite import openfoam
+
+            ok = openfoam.is_built("patched")
+            return (
+                "patched libraries built at the current key"
+                if ok
+                else "patched libraries not built"
+            )
+        from localsite import flavours
+
+        if flavours.is_built(flavours.get(name)):
+            return "built at the current key"
+        return f"not built at the current key ('./bench build {name}')"
+    except Exception as e:  # a summary line must not end the run
+        return f"build state unknown ({e})"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line per flavour: built at the current key or not, its tests run and skipped, and
+    why they were skipped (issue 33: a green run that skipped a flavour must say so)."""
+    counts = {n: {"passed": 0, "failed": 0, "skipped": 0, "why": set()} for n in ("v1912", *BUILT)}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            nodeid = getattr(report, "nodeid", "")
+            if not nodeid or (outcome == "passed" and report.when != "call"):
+                continue
+            c = counts[_flavour_of(nodeid)]
+            c["failed" if outcome == "error" else outcome] += 1
+            if outcome == "skipped" and isinstance(report.longrepr, tuple):
+                c["why"].add(str(report.longrepr[2]).removeprefix("Skipped: "))
+    titles = {"v1912": "ESI v1912 (Debian's)", "org12": "OpenFOAM-12", "v2512": "ESI v2512"}
+    terminalreporter.section("flavours")
+    for name, c in counts.items():
+        ran = c["passed"] + c["failed"]
+        why = f": {'; '.join(sorted(c['why']))}" if c["skipped"] else ""
+        terminalreporter.line(
+            f"{titles[name]}: {_built_here(name)}; {ran} test(s) run ({c['failed']} failed), "
+            f"{c['skipped']} skipped{why}"
+        )
 
 
 def org12_env() -> dict:
