@@ -74,6 +74,22 @@ def test_a_node_slower_than_the_margin_but_not_by_it_passes_and_beyond_it_fails(
     )
 
 
+def test_a_slow_node_among_widely_spread_peers_is_named():
+    """Measured on the emulated cluster (CI, 2026-11-25): node3 limited to 200 Mbit/s, its
+    healthy peers' links between 1,300 and 2,400 MB/s. Counted among its own peers, node3
+    widened their MAD until it hid itself; judged against its peers alone it is named."""
+    links = [
+        Link("node1", "node2", 22.9, 2410.3),
+        Link("node1", "node3", 24.6, 25.3),
+        Link("node1", "node4", 26.0, 1302.7),
+        Link("node2", "node3", 33.9, 25.3),
+        Link("node2", "node4", 26.1, 2417.8),
+        Link("node3", "node4", 23.3, 25.3),
+    ]
+    found = screening.screen(links, {"MB/s": 0.6, "us": 1.0})  # the emulated cluster's
+    assert [o.line().split(":")[0] for o in found.outliers] == ["node node3 is slow"]
+
+
 def test_a_node_with_slow_round_trips_is_named():
     links = [Link(x.a, x.b, x.rtt_us * (4 if "n5" in (x.a, x.b) else 1), x.mbps) for x in fabric(6)]
     found = screening.screen(links)
