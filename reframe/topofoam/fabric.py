@@ -26,9 +26,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from rankmap.analysis import LATENCY_CSV
 from topofoam import paths, settings
 
-TABLE = paths.REPO / "rankmap" / "p2p_latency_us.csv"
+TABLE = LATENCY_CSV  # seed 000 Table 2, as rankmap reads it
 INTERPOSER = paths.SOURCES / "fabric" / "fabric.c"
 NONE = "none"
 #: tc's token bucket follows the rates set, within 2 %, from 200 Mbit/s to 2 Gbit/s on the
@@ -54,20 +55,16 @@ class Profile:
         return f"{self.name} (L {self.latency_us:.1f} us, B {self.mbytes:.1f} MB/s)"
 
 
-def _inter_node(system: str) -> list[tuple[int, float]]:
-    """(bytes, one-way us) of ``system``'s inter-node column."""
-    rows = []
+def _inter_node_rows() -> dict[str, list[tuple[int, float]]]:
+    """(bytes, one-way us) of each system's inter-node column, read once."""
+    rows: dict[str, list[tuple[int, float]]] = {}
     with open(TABLE, newline="") as f:
         for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            if row["system"] == system and row.get("inter_node", "").strip():
-                rows.append((8 * int(row["size"]), float(row["inter_node"]) / 2))
+            if row.get("inter_node", "").strip():
+                rows.setdefault(row["system"], []).append(
+                    (8 * int(row["size"]), float(row["inter_node"]) / 2)
+                )
     return rows
-
-
-def _systems() -> list[str]:
-    with open(TABLE, newline="") as f:
-        reader = csv.DictReader(line for line in f if not line.startswith("#"))
-        return sorted({r["system"] for r in reader if r.get("inter_node", "").strip()})
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
@@ -84,7 +81,8 @@ def profile(name: str) -> Profile | None:
     """The profile ``name`` names; None for ``none``. A name that is not one is a SettingError
     naming the fix."""
     m = _NAME.match(name.strip())
-    known = _systems()
+    table = _inter_node_rows()
+    known = sorted(table)
     if name.strip() == NONE:
         return None
     if not m or m.group(1) not in known or float(m.group(2)) <= 0:
@@ -94,7 +92,7 @@ def profile(name: str) -> Profile | None:
             f"{known[0]}x100"
         )
     system, scale = m.group(1), float(m.group(2))
-    points = _inter_node(system)
+    points = table[system]
     latency, bandwidth = fit(points)
     if len(points) < 2 or latency <= 0 or not math.isfinite(bandwidth) or bandwidth <= 0:
         raise settings.SettingError(
