@@ -1,173 +1,20 @@
 """Where a run keeps its case: node-local vs shared storage (seed 002 section 1).
 
 One node at the partition's processes per node, the stage's case (seed 002: HPC_motorbike)
-run three steps, each timed: decomposePar, the solver, reconstructPar, with the fields
-written every step, every 10th step, or only at the end. ``shared``: in the stage folder
-(a shared file system on a cluster). ``local``: copied to the node's local disk first
-(partition extra ``local_storage``, default ``$TMPDIR`` or /tmp) and copied back after, both
-copies timed too, since seed 002 found shared storage ahead once the copy back is counted.
+run a few steps, each timed: decomposePar, the solver, reconstructPar, with the fields
+written every step, every 10th step, or only at the end, on shared storage (the stage folder)
+and on the node's local disk (copied there first and back after, both copies timed too: seed
+002 found shared storage ahead once the copy back is counted). The steps and their rates are
+topofoam.storage's.
 """
 
-import reframe.utility.sanity as sn
-from reframe.core.builtins import (
-    fixture,
-    parameter,
-    performance_function,
-    run_after,
-    run_before,
-    sanity_function,
-    variable,
-)
-
 import reframe as rfm
-from topofoam import sweep, sweepspace
-from topofoam.fixtures import PatchedOpenFOAMBuild
-from topofoam.runs import PreparedCaseRun
-from topofoam.sweep import PreparedLayout, layout_name
-
-STEPS = ("stage_in", "decompose", "solve", "reconstruct", "copy_back")
-
-
-def _elapsed(step: str) -> str:
-    return (
-        f'echo "step {step} seconds $(awk -v a=$t0 -v b=$(date +%s.%N) '
-        f"'BEGIN {{ print b - a }}')\""
-    )
-
-
-class StorageCase(PreparedLayout):
-    case = parameter(["motorbike"])
-    timed = False  # the phases around the solver are what is timed: the size's steps
-    layout = parameter(sweep.layouts("one-node"), fmt=layout_name)
+from topofoam.storage import StorageSteps
 
 
 @rfm.simple_test
-class StorageRun(PreparedCaseRun):
+class StorageRun(StorageSteps):
     """Decompose, solve and reconstruct on node-local or shared storage."""
 
-    #: The repeat of the measurement: declared first, so shared and local alternate.
-    repeat = parameter(range(sweep.most_repeats()))
-    storage = parameter(["shared", "local"])
-    #: Time steps between writes; 0: only the end.
-    write_every = parameter([1, 10, 0])
-    build = fixture(PatchedOpenFOAMBuild, scope="environment")
-    prepared = fixture(StorageCase, scope="environment")
-    nodes = variable(int, value=1, loggable=True)
-    ppn = variable(int, value=0, loggable=True)
-    valid_prog_environs = ["+reduction-schedule"]
-    time_limit = "1h"
-    exclusive_access = True
     tags = {"storage"}
     stage = "storage"
-
-    def _layout(self):
-        info = type(self).get_variant_info(self.variant_num, recurse=True)
-        return tuple(info["fixtures"]["prepared"]["params"]["layout"])
-
-    @run_after("init")
-    def select_partitions(self):
-        _, ppn = self._layout()
-        self.valid_systems = [
-            p.fullname
-            for p in sweep.partitions()
-            if ppn == sweep.settings(p).ppn and self.repeat < sweepspace.repeats(p)
-        ]
-
-    @run_after("setup")
-    def set_layout(self):
-        self.nodes, self.ppn = self._layout()
-        self.num_tasks = self.num_tasks_per_node = self.ppn
-        self.descr = (
-            f"{self.case}: decompose, solve, reconstruct on {self.storage} storage, "
-            f"writing "
-            + (f"every {self.write_every} step(s)" if self.write_every else "at the end")
-        )
-        self.executable_opts = ["-parallel", "-case", '"$RUNDIR"']
-
-    @run_before("run")
-    def stage_and_time(self):
-        local = self.current_partition.extras.get("local_storage", "${TMPDIR:-/tmp}")
-        every = self.write_every or self.expected_steps
-        cmds = ["t0=$(date +%s.%N)"]
-        if self.storage == "local":
-            # The case only: the job's own files stay (the copy back would overwrite them).
-            cmds += [
-                f'RUNDIR=$(mktemp -d "{local}/topofoam-storage.XXXXXX")',
-                'tar --exclude="./rfm_*" -cf - . | tar -xf - -C "$RUNDIR"',
-            ]
-        else:
-            cmds.append("RUNDIR=$PWD")
-        cmds += [
-            _elapsed("stage_in"),
-            'echo "rundir $RUNDIR"',
-            # From the case folder: OpenFOAM-12's foamDictionary takes the file relative to
-            # the case even when it is absolute.
-            f'(cd "$RUNDIR" && foamDictionary -entry writeInterval -set {every} '
-            f"system/controlDict > /dev/null) || exit 1",
-            "t0=$(date +%s.%N)",
-            'decomposePar -force -case "$RUNDIR" > log.decomposePar 2>&1',
-            _elapsed("decompose"),
-            "t0=$(date +%s.%N)",
-        ]
-        self.add_prerun("prepare", *cmds)
-        self.postrun_cmds = [
-            _elapsed("solve"),
-            "t0=$(date +%s.%N)",
-            'reconstructPar -case "$RUNDIR" > log.reconstructPar 2>&1',
-            _elapsed("reconstruct"),
-            "t0=$(date +%s.%N)",
-        ]
-        if self.storage == "local":
-            self.postrun_cmds += ['cp -r "$RUNDIR"/. . && rm -rf "$RUNDIR"']
-        self.postrun_cmds.append(_elapsed("copy_back"))
-
-    @sanity_function
-    def assert_all_steps(self):
-        """The solver run as every run check requires, every step timed, reconstructPar
-        wrote the final time, and the case written as often as asked."""
-        written = sn.count(
-            sn.extractall(r"^Time = (\S+)\s*$", f"{self.stagedir}/log.reconstructPar", 1)
-        )
-        expected = self.expected_steps // self.write_every if self.write_every else 1
-        return sn.all(
-            [
-                self.assert_run(),
-                sn.assert_eq(
-                    sn.count(sn.extractall(r"^step (\w+) seconds \S+", self.stdout, 1)),
-                    len(STEPS),
-                    msg="{0} of the steps were timed, expected {1}",
-                ),
-                sn.assert_found(
-                    r"^End",
-                    f"{self.stagedir}/log.reconstructPar",
-                    msg="reconstructPar did not finish (log.reconstructPar)",
-                ),
-                sn.assert_eq(
-                    written, expected, msg="reconstructPar found {0} written times, expected {1}"
-                ),
-            ]
-        )
-
-    def _step(self, step):
-        return sn.extractsingle(rf"^step {step} seconds (\S+)", self.stdout, 1, float)
-
-    @performance_function("s")
-    def decompose(self):
-        return self._step("decompose")
-
-    @performance_function("s")
-    def solve(self):
-        return self._step("solve")
-
-    @performance_function("s")
-    def reconstruct(self):
-        return self._step("reconstruct")
-
-    @performance_function("s")
-    def copies(self):
-        """Stage-in and copy-back together (zero-ish on shared storage)."""
-        return self._step("stage_in") + self._step("copy_back")
-
-    @performance_function("s")
-    def total(self):
-        return sum(self._step(s) for s in STEPS)

@@ -8,9 +8,10 @@ node differs from the partition's declaration (its ``cores``, ``numa_nodes`` and
 extras), with one line per difference, e.g. ``vsc5:zen3_0512 declares 16 NUMA nodes (NPS4),
 node n3012 has 4: NPS changed?``.
 
-FabricValidation (latency, bandwidth and collective latency per hardware level) and
-SolverValidation (laplacianFoam's wall time on one node) repeat their measurement
-``validate_repeats`` times. FabricScreening measures every link between the nodes of one
+FabricValidation (latency, bandwidth and collective latency per hardware level),
+SolverValidation (laplacianFoam's wall time on one node) and StorageValidation (the rates at
+which decomposePar and reconstructPar write on shared and node-local storage) repeat their
+measurement ``validate_repeats`` times. FabricScreening measures every link between the nodes of one
 allocation and fails naming the node or link that is slower than its peers
 (topofoam.validation.screening). ReFrame's results store keeps the session; ``python -m
 topofoam.validation`` judges it against the site's expectations, or against an earlier
@@ -40,6 +41,7 @@ from topofoam.fixtures import MpiBuild
 from topofoam.onfabric import OnFabric
 from topofoam.paths import SOURCES
 from topofoam.pingpong import PingPong
+from topofoam.storage import StorageSteps
 from topofoam.sweep import (
     PreparedLayout,
     ReferenceRun,
@@ -158,6 +160,24 @@ class SolverValidation(StageRun, Validated):
     #: The wall time of the solver is judged; OpenFOAM's own clocks would repeat it.
     validated_metrics = variable(list, value=["wall"])
     tags = {"validate", "solver"}
+    stage = "validate"
+
+    def repeats_on(self, part) -> int:
+        return sweepspace.validate_repeats(part)
+
+
+@rfm.simple_test
+class StorageValidation(StorageSteps, Validated):
+    """Storage throughput for a verdict: the rates at which decomposePar and reconstructPar
+    write seed 002's case on shared and on node-local storage, the fields written every
+    step (the heaviest of StorageRun's write intervals), repeated
+    (sweepspace.validate_repeats)."""
+
+    repeat = parameter(range(most_validate_repeats()))
+    write_every = parameter([1])
+    #: Rates are judged; the times beside them would repeat them.
+    validated_metrics = variable(list, value=["decompose_rate", "reconstruct_rate"])
+    tags = {"validate", "throughput"}
     stage = "validate"
 
     def repeats_on(self, part) -> int:

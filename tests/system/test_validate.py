@@ -99,9 +99,11 @@ def test_the_probe_on_its_own(tmp_path, declared, said):
 QUOTA = 0.75  # of the cores' time: CPU-bound work about 1 / 0.75 = 1.33 x as long
 
 
-def validate(results, tag, quota=None):
+def validate(results, tag, quota=None, reframe_args=()):
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), SLURM_CONF=os.devnull)
     command = [PYTHON, "-m", "localsite.cli", "validate", "--session-tag", tag]
+    if reframe_args:
+        command += ["--", *reframe_args]
     if quota:
         command = [PYTHON, "-m", "localsite.cpuquota", str(quota), "--", *command]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
@@ -160,7 +162,46 @@ def test_an_unchanged_rerun_is_not_failed(baseline):
     assert solver["status"] != "FAIL"
     # Every measurement of the selection was judged, none missing, none failed.
     assert not verdict["missing"] and not verdict["failed_test_cases"]
-    assert {j["check"] for j in verdict["judgements"]} == {"FabricValidation", "SolverValidation"}
+    assert {j["check"] for j in verdict["judgements"]} == {
+        "FabricValidation",
+        "SolverValidation",
+        "StorageValidation",
+    }
+
+
+@pytest.fixture
+def sync_scratch(tmp_path):
+    """Node-local scratch that waits for the disk on every write: an ext4 file system on a
+    loop device mounted with -o sync (a scratch disk mounted as it must not be)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting the slow scratch needs root")
+    image, mnt = tmp_path / "scratch.img", tmp_path / "scratch"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "512M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    subprocess.run(["mount", "-o", "loop,sync", str(image), str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync_scratch):
+    """The node-local storage the case is copied to is a synchronously mounted disk: the
+    rate at which OpenFOAM writes there fails, named; the rates on shared storage do not."""
+    done = validate(baseline, "sync-scratch", reframe_args=["-S", f"local_storage={sync_scratch}"])
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    verdict = verdict_of(baseline)
+    assert verdict["verdict"] == "FAIL"
+    storage = [j for j in verdict["judgements"] if j["check"] == "StorageValidation"]
+    local = [j for j in storage if "%storage=local" in j["setting"]]
+    shared = [j for j in storage if "%storage=shared" in j["setting"]]
+    assert {j["metric"] for j in local} == {"decompose_rate", "reconstruct_rate"}, storage
+    # reconstructPar's many small files: -87 % here; decomposePar's fewer, larger ones lose
+    # about 25 %, near the local margin (30 %), so only the first is certain to fail.
+    (reconstruct,) = [j for j in local if j["metric"] == "reconstruct_rate"]
+    assert reconstruct["status"] == "FAIL" and reconstruct["ratio"] > 2, reconstruct
+    assert not any(j["status"] == "FAIL" for j in shared), shared
+    assert "FAIL: StorageValidation on local:cpu: reconstruct_rate of" in done.stdout
+    assert "rate -" in done.stdout  # a lower rate reads as a loss
 
 
 def test_bad_sessions_and_expectations_are_one_line(baseline, tmp_path):

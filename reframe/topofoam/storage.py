@@ -1,0 +1,217 @@
+"""The steps of a run on node-local or shared storage (seed 002 section 1), timed.
+
+One node at the partition's processes per node, the stage's case (seed 002: HPC_motorbike)
+run three steps, each timed: decomposePar, the solver, reconstructPar, with the fields
+written every step, every 10th step, or only at the end. ``shared``: in the stage folder
+(a shared file system on a cluster). ``local``: copied to the node's local disk first
+(partition extra ``local_storage``, default ``$TMPDIR`` or /tmp) and copied back after, both
+copies timed too, since seed 002 found shared storage ahead once the copy back is counted.
+
+Beside the times, the storage's throughput as OpenFOAM uses it: the megabytes decomposePar
+writes into the processor folders, and reconstructPar into the case's time folders, per second
+of each (``decompose_rate``, ``reconstruct_rate``; MB = 10^6 bytes). StorageValidation
+(reframe/validate.py) repeats them for a verdict.
+"""
+
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    performance_function,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
+
+from topofoam import sweep, sweepspace
+from topofoam.fixtures import PatchedOpenFOAMBuild
+from topofoam.runs import PreparedCaseRun
+from topofoam.sweep import PreparedLayout, layout_name
+
+STEPS = ("stage_in", "decompose", "solve", "reconstruct", "copy_back")
+
+
+#: Bytes in the case's time folders (what reconstructPar writes), and in its processor
+#: folders (what decomposePar writes): ``du``'s apparent sizes, 0 when there are none.
+_TIME_BYTES = (
+    'time_bytes() { du -scb --apparent-size "$RUNDIR"/[0-9]* 2>/dev/null | tail -1 | cut -f1; }'
+)
+_PROCESSOR_BYTES = '$(du -scb --apparent-size "$RUNDIR"/processor* | tail -1 | cut -f1)'
+
+
+def _elapsed(step: str) -> str:
+    return (
+        f'echo "step {step} seconds $(awk -v a=$t0 -v b=$(date +%s.%N) '
+        f"'BEGIN {{ print b - a }}')\""
+    )
+
+
+class StorageCase(PreparedLayout):
+    case = parameter(["motorbike"])
+    timed = False  # the phases around the solver are what is timed: the size's steps
+    layout = parameter(sweep.layouts("one-node"), fmt=layout_name)
+
+
+class StorageSteps(PreparedCaseRun):
+    """Decompose, solve and reconstruct on node-local or shared storage, each step timed
+    (the storage checks: StorageRun, reframe/storage.py; StorageValidation)."""
+
+    #: The repeat of the measurement: declared first, so shared and local alternate.
+    repeat = parameter(range(sweep.most_repeats()))
+    storage = parameter(["shared", "local"])
+    #: Time steps between writes; 0: only the end.
+    write_every = parameter([1, 10, 0])
+    build = fixture(PatchedOpenFOAMBuild, scope="environment")
+    prepared = fixture(StorageCase, scope="environment")
+    nodes = variable(int, value=1, loggable=True)
+    ppn = variable(int, value=0, loggable=True)
+    valid_prog_environs = ["+reduction-schedule"]
+    time_limit = "1h"
+    exclusive_access = True
+
+    #: The node-local folder the case is copied to (``local``); empty: the partition's
+    #: ``local_storage`` extra, else ``$TMPDIR`` or /tmp.
+    local_storage = variable(str, value="")
+
+    def _layout(self):
+        info = type(self).get_variant_info(self.variant_num, recurse=True)
+        return tuple(info["fixtures"]["prepared"]["params"]["layout"])
+
+    def repeats_on(self, part) -> int:
+        """How often this run is repeated on ``part`` (a validation check repeats more)."""
+        return sweepspace.repeats(part)
+
+    @run_after("init")
+    def select_partitions(self):
+        _, ppn = self._layout()
+        self.valid_systems = [
+            p.fullname
+            for p in sweep.partitions()
+            if ppn == sweep.settings(p).ppn and self.repeat < self.repeats_on(p)
+        ]
+
+    @run_after("setup")
+    def set_layout(self):
+        self.nodes, self.ppn = self._layout()
+        self.num_tasks = self.num_tasks_per_node = self.ppn
+        self.descr = (
+            f"{self.case}: decompose, solve, reconstruct on {self.storage} storage, "
+            f"writing "
+            + (f"every {self.write_every} step(s)" if self.write_every else "at the end")
+        )
+        self.executable_opts = ["-parallel", "-case", '"$RUNDIR"']
+
+    @run_before("run")
+    def stage_and_time(self):
+        local = self.local_storage or self.current_partition.extras.get(
+            "local_storage", "${TMPDIR:-/tmp}"
+        )
+        every = self.write_every or self.expected_steps
+        cmds = ["t0=$(date +%s.%N)"]
+        if self.storage == "local":
+            # The case only: the job's own files stay (the copy back would overwrite them).
+            cmds += [
+                f'RUNDIR=$(mktemp -d "{local}/topofoam-storage.XXXXXX")',
+                'tar --exclude="./rfm_*" -cf - . | tar -xf - -C "$RUNDIR"',
+            ]
+        else:
+            cmds.append("RUNDIR=$PWD")
+        cmds += [
+            _elapsed("stage_in"),
+            'echo "rundir $RUNDIR"',
+            # From the case folder: OpenFOAM-12's foamDictionary takes the file relative to
+            # the case even when it is absolute.
+            f'(cd "$RUNDIR" && foamDictionary -entry writeInterval -set {every} '
+            f"system/controlDict > /dev/null) || exit 1",
+            "t0=$(date +%s.%N)",
+            'decomposePar -force -case "$RUNDIR" > log.decomposePar 2>&1',
+            _elapsed("decompose"),
+            f'echo "step decompose bytes {_PROCESSOR_BYTES}"',
+            _TIME_BYTES,
+            "before=$(time_bytes)",
+            "t0=$(date +%s.%N)",
+        ]
+        self.add_prerun("prepare", *cmds)
+        self.postrun_cmds = [
+            _elapsed("solve"),
+            "t0=$(date +%s.%N)",
+            'reconstructPar -case "$RUNDIR" > log.reconstructPar 2>&1',
+            _elapsed("reconstruct"),
+            'echo "step reconstruct bytes $(( $(time_bytes) - before ))"',
+            "t0=$(date +%s.%N)",
+        ]
+        if self.storage == "local":
+            self.postrun_cmds += ['cp -r "$RUNDIR"/. . && rm -rf "$RUNDIR"']
+        self.postrun_cmds.append(_elapsed("copy_back"))
+
+    @sanity_function
+    def assert_all_steps(self):
+        """The solver run as every run check requires, every step timed, reconstructPar
+        wrote the final time, and the case written as often as asked."""
+        written = sn.count(
+            sn.extractall(r"^Time = (\S+)\s*$", f"{self.stagedir}/log.reconstructPar", 1)
+        )
+        expected = self.expected_steps // self.write_every if self.write_every else 1
+        return sn.all(
+            [
+                self.assert_run(),
+                sn.assert_eq(
+                    sn.count(sn.extractall(r"^step (\w+) seconds \S+", self.stdout, 1)),
+                    len(STEPS),
+                    msg="{0} of the steps were timed, expected {1}",
+                ),
+                sn.assert_found(
+                    r"^End",
+                    f"{self.stagedir}/log.reconstructPar",
+                    msg="reconstructPar did not finish (log.reconstructPar)",
+                ),
+                sn.assert_eq(
+                    written, expected, msg="reconstructPar found {0} written times, expected {1}"
+                ),
+                sn.assert_eq(
+                    sn.count(sn.extractall(r"^step (\w+) bytes [1-9]\d*$", self.stdout, 1)),
+                    2,
+                    msg="{0} of decomposePar and reconstructPar wrote bytes that were counted, "
+                    "expected {1}",
+                ),
+            ]
+        )
+
+    def _step(self, step):
+        return sn.extractsingle(rf"^step {step} seconds (\S+)", self.stdout, 1, float)
+
+    def _rate(self, step):
+        written = sn.extractsingle(rf"^step {step} bytes (\d+)$", self.stdout, 1, int)
+        return written / 1e6 / self._step(step)
+
+    @performance_function("s")
+    def decompose(self):
+        return self._step("decompose")
+
+    @performance_function("s")
+    def solve(self):
+        return self._step("solve")
+
+    @performance_function("s")
+    def reconstruct(self):
+        return self._step("reconstruct")
+
+    @performance_function("MB/s")
+    def decompose_rate(self):
+        """What decomposePar wrote into the processor folders, per second."""
+        return self._rate("decompose")
+
+    @performance_function("MB/s")
+    def reconstruct_rate(self):
+        """What reconstructPar wrote into the case's time folders, per second."""
+        return self._rate("reconstruct")
+
+    @performance_function("s")
+    def copies(self):
+        """Stage-in and copy-back together (zero-ish on shared storage)."""
+        return self._step("stage_in") + self._step("copy_back")
+
+    @performance_function("s")
+    def total(self):
+        return sum(self._step(s) for s in STEPS)
