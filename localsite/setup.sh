@@ -24,6 +24,7 @@ packages=(
     paraview python3-paraview xvfb xauth
     slurm-wlm slurm-wlm-basic-plugins munge libpmix2
     build-essential flex libfl-dev bison zlib1g-dev dpkg-dev ccache
+    cmake libptscotch-dev libjson-c-dev libyaml-dev libreadline-dev  # Spack's externals here
     python3 python3-venv python3-pip
     iproute2 util-linux procps
 )

@@ -39,6 +39,7 @@ for spec in ev.active_environment().concrete_roots():
             "target": str(spec.target),
             "patches": patch_names(spec),
             "externals": sorted({d.name for d in spec.traverse() if d.external}),
+            "built": sorted({d.name for d in spec.traverse() if not d.external}),
             "mpi": mpi_stack(spec),
         }
     )
