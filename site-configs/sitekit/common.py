@@ -38,6 +38,9 @@ PERFLOG_NOISE = [
         "num_tasks_per_core",
         "num_tasks_per_socket",
         "executable_opts",
+        # FabricScreening's parsed links, for its performance figures: the perflog row has
+        # their medians and slowest, and screening.json has every link.
+        "links",
     )
 ]
 
