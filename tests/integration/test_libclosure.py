@@ -1,6 +1,6 @@
-"""Which of a release's libraries a local build compiles (localsite/libclosure.py), read from
-the real source archives, and wmake-needed/wmake skipping the others with the release's own
-wmake."""
+"""Which of a release's libraries a build compiles (the Spack overlay's suite/libclosure.py,
+which ./bench build and Spack's +suite build both run), read from the real source archives,
+and wmake-needed/wmake skipping the others with the release's own wmake."""
 
 import os
 import subprocess
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILT
-from localsite import flavours, libclosure, sources
+from localsite import flavours, sources
+from localsite.flavours import libclosure
 
 LIBCLOSURE = Path(libclosure.__file__)
 WRAPPER = LIBCLOSURE.with_name("wmake-needed") / "wmake"
@@ -72,27 +73,49 @@ def test_closure_holds_what_is_linked_and_loaded_and_leaves_the_rest(name, tmp_p
 def test_cli_writes_the_list_and_names_a_library_no_folder_builds(tmp_path):
     tree = make_files("v2512", tmp_path / "tree")
     out = tmp_path / "needed-libs"
+    needs = tmp_path / "laplacian.needs"
+    needs.write_text("# one solver\napplication applications/solvers/basic/laplacianFoam\n")
     done = subprocess.run(
-        [sys.executable, LIBCLOSURE, tree, out, "applications/solvers/basic/laplacianFoam"],
-        capture_output=True,
-        text=True,
+        [sys.executable, LIBCLOSURE, tree, needs, out], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     folders, objects, every = map(int, done.stdout.split())
     lines = out.read_text().splitlines()
     assert len(lines) == folders < every and objects > 0
     assert "finiteVolume src/finiteVolume" in lines
+    needs.write_text(needs.read_text() + "library OpenFOAM\nlibrary nosuchLib\n")
     done = subprocess.run(
-        [sys.executable, LIBCLOSURE, tree, out, "--require", "OpenFOAM", "nosuchLib"],
+        [sys.executable, LIBCLOSURE, tree, needs, out], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "libnosuchLib" in done.stderr and f"library lines of {needs}" in done.stderr
+    done = subprocess.run(
+        [sys.executable, LIBCLOSURE, tmp_path / "empty", needs, out],
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 1
-    assert "libnosuchLib" in done.stderr and "localsite/flavours.py" in done.stderr
-    done = subprocess.run(
-        [sys.executable, LIBCLOSURE, tmp_path / "empty", out], capture_output=True, text=True
-    )
     assert done.returncode == 1 and "no src/" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        ("application a/b\nsolver c\n", ":2: 'solver c' is neither"),
+        ("library OpenFOAM\n", "names no application"),
+        ("application a b\n", ":1: 'application a b' is neither"),
+    ],
+)
+def test_a_bad_needs_file_is_one_line_naming_file_and_line(tmp_path, text, said):
+    needs = tmp_path / "bad.needs"
+    needs.write_text(text)
+    (tmp_path / "tree" / "src").mkdir(parents=True)
+    done = subprocess.run(
+        [sys.executable, LIBCLOSURE, tmp_path / "tree", needs, tmp_path / "out"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"libclosure: {needs}") and said in done.stderr, done.stderr
 
 
 def test_wrapper_skips_unneeded_library_folders_and_builds_needed_ones(tmp_path):
