@@ -3,6 +3,7 @@ which ./bench build and Spack's +suite build both run), read from the real sourc
 and wmake-needed/wmake skipping the others with the release's own wmake."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from localsite.flavours import libclosure
 
 LIBCLOSURE = Path(libclosure.__file__)
 WRAPPER = LIBCLOSURE.with_name("wmake-needed") / "wmake"
+BUILD_NEEDED = LIBCLOSURE.with_name("build-needed.sh")
 
 
 def make_files(name: str, dest: Path) -> Path:
@@ -147,3 +149,50 @@ echo "LIBBIN=$FOAM_LIBBIN"
     libbin = Path(done.stdout.split("LIBBIN=")[1].strip())
     assert (libbin / "libwanted.so").is_file()
     assert not (libbin / "libunwanted.so").exists()
+
+
+def test_build_needed_builds_what_the_needs_file_names_and_names_what_is_missing(tmp_path):
+    """build-needed.sh (the recipe of Spack's +suite build and of ./bench build) on v2512's
+    real wmake with a small src/: the needed library and the module that links it are built,
+    the library nobody needs is skipped, and the one product it cannot make here (libPstream,
+    which this small tree lacks) is named, with a non-zero exit."""
+    tree = make_files("v2512", tmp_path / "OpenFOAM-v2512")
+    (tree / "src" / "Allwmake").write_text(
+        "#!/bin/sh\ncd ${0%/*} || exit 1\nwmake libso wanted\nwmake libso unwanted\n"
+    )
+    (tree / "src" / "Allwmake").chmod(0o755)
+    for name in ("wanted", "unwanted"):
+        folder = tree / "src" / name
+        (folder / "Make").mkdir(parents=True)
+        (folder / f"{name}.C").write_text(f"int {name}() {{ return 1; }}\n")
+        (folder / "Make" / "files").write_text(f"{name}.C\n\nLIB = $(FOAM_LIBBIN)/lib{name}\n")
+        (folder / "Make" / "options").write_text("EXE_INC =\nLIB_LIBS =\n")
+    module = tree / "applications" / "modules" / "tiny"
+    (module / "Make").mkdir(parents=True)
+    (module / "tiny.C").write_text("int wanted();\nint tiny() { return wanted(); }\n")
+    (module / "Make" / "files").write_text("tiny.C\n\nLIB = $(FOAM_LIBBIN)/libtiny\n")
+    (module / "Make" / "options").write_text("EXE_INC =\nLIB_LIBS = -lwanted\n")
+    needs = tmp_path / "tiny.needs"
+    needs.write_text("application applications/modules/tiny\nlibrary wanted\n")
+    script = f"""
+set +eu
+. "{tree}/etc/bashrc" WM_MPLIB=SYSTEMOPENMPI > /dev/null 2>&1
+set -e
+cd "$WM_PROJECT_DIR"
+echo "LIBBIN=$FOAM_LIBBIN MPI=$FOAM_MPI"
+bash "{BUILD_NEEDED}" "{needs}"
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WM_", "FOAM_"))}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "wmake-needed: skipping unwanted (libunwanted: " in done.stdout
+    libbin, mpi = re.search(r"LIBBIN=(\S+) MPI=(\S+)", done.stdout).groups()
+    assert (Path(libbin) / "libwanted.so").is_file() and (Path(libbin) / "libtiny.so").is_file()
+    assert not (Path(libbin) / "libunwanted.so").exists()
+    said = done.stderr.strip().splitlines()[-1]
+    assert said == (
+        f"build-needed: the build finished without {mpi}/libPstream.so -- see the output "
+        f"above (rerun to continue)"
+    ), done.stderr[-2000:]
+    # The libraries it chose are kept in the tree, with those of the needs file among them.
+    assert "wanted src/wanted" in (tree / "platforms" / "topofoam-needed-libs").read_text()

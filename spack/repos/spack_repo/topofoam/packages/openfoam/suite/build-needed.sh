@@ -26,6 +26,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
     || die "run from \$WM_PROJECT_DIR with the tree's etc/bashrc sourced"
 jobs=${WM_NCOMPPROCS:-$(nproc)}
 log=${BUILD_LOG:-/dev/stdout}
+where=${BUILD_LOG:-the output above}
 say() { echo "build-needed: $*" >&2; }
 
 mapfile -t apps < <(sed -n 's/^[[:space:]]*application[[:space:]]\+\([^[:space:]#]*\).*/\1/p' "$needs")
@@ -57,7 +58,7 @@ fi
 # 3. wmake's tools, src/ (the release's own order; wmake-needed/wmake skips the rest), the
 #    applications.
 say "wmake tools"
-(cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
+(cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $where"
 say "libraries (src/Allwmake; most of the build)"
 # An optional library that fails (ptscotch without its headers) must not stop the others:
 # what the suite needs is checked below, product by product.
@@ -70,7 +71,7 @@ for app in "${apps[@]}"; do
     # -all would also build the folder's other solvers (simpleFoam: SRF, porous, overset).
     all=()
     [ -f "$app/Allwmake" ] && all=(-all)
-    wmake "${all[@]}" -j "$jobs" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
+    wmake "${all[@]}" -j "$jobs" "$app" >> "$log" 2>&1 || die "$app did not build -- see $where"
 done
 
 # 4. Everything the suite uses is there, or the build names what is missing.
@@ -86,5 +87,5 @@ for app in "${apps[@]}"; do
         *) [ -x "$FOAM_APPBIN/$name" ] || missing+=("bin/$name");;
     esac
 done
-[ ${#missing[@]} -eq 0 ] || die "the build finished without ${missing[*]} -- see $log (rerun to continue)"
+[ ${#missing[@]} -eq 0 ] || die "the build finished without ${missing[*]} -- see $where (rerun to continue)"
 say "done"
