@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # Build an OpenFOAM release from its full source tree, with a patch series, for the local site.
 #
-# Usage: build-tree.sh ARCHIVE TOP PREFIX SERIES "SETTINGS" APPLICATION...
+# Usage: build-tree.sh ARCHIVE TOP PREFIX SERIES "SETTINGS" NEEDS
 #
 #   ARCHIVE      the release's source archive (.tar.gz) whose top folder is TOP
 #   PREFIX       the build folder (localsite/flavours.py keys it by its inputs)
 #   SERIES       folder of *.patch files, applied in name order with git apply
 #   SETTINGS     etc/bashrc parameters, e.g. "WM_MPLIB=SYSTEMOPENMPI SCOTCH_TYPE=system"
-#   APPLICATION  folders (relative to the tree) built after src/, in order; a folder under
-#                applications/modules builds lib<name>.so, any other builds bin/<name>
+#   NEEDS        the flavour's needs file: what the suite uses of the release
 #
-# Only the libraries the applications link and the cases load are built (libclosure.py).
+# The build itself is the Spack overlay's (spack/repos/spack_repo/topofoam/packages/openfoam/
+# suite/build-needed.sh): only the applications of NEEDS, the libraries they link and the
+# cases load. This script prepares the tree for it, as Spack's stage and patch steps would.
 #
-# Environment: BUILD_REQUIRED_LIBS  libraries (names without lib/.so) the build must produce,
-#                                   besides what the applications link: what cases load
-#              BUILD_OVERLAY        a folder copied over the extracted tree (site configuration)
+# Environment: BUILD_OVERLAY        a folder copied over the extracted tree (site configuration)
 #              CCACHE_DIR           where ccache keeps its cache, used when ccache is installed
 #
 # Resumable: each step is recorded in PREFIX (.extracted, .applied) and wmake is incremental,
@@ -26,12 +25,13 @@ set -euo pipefail
 
 die() { echo "build-tree: $*" >&2; exit 1; }
 
-[ $# -ge 5 ] || die "usage: build-tree.sh ARCHIVE TOP PREFIX SERIES \"SETTINGS\" APPLICATION..."
-archive=$1 top=$2 prefix=$3 series=$4 settings=$5
-shift 5
-apps=("$@")
+[ $# -eq 6 ] || die "usage: build-tree.sh ARCHIVE TOP PREFIX SERIES \"SETTINGS\" NEEDS"
+archive=$1 top=$2 prefix=$3 series=$4 settings=$5 needs=$6
 [ -f "$archive" ] || die "no source archive $archive -- set TOPOFOAM_SOURCES to its folder"
 [ -d "$series" ] || die "no patch series $series -- restore it from git"
+[ -f "$needs" ] || die "no needs file $needs -- restore it from git"
+here=$(cd "$(dirname "$0")" && pwd)
+suite=$(cd "$here/../spack/repos/spack_repo/topofoam/packages/openfoam/suite" && pwd)
 
 mkdir -p "$prefix"
 tree=$prefix/$top
@@ -86,27 +86,7 @@ for patch in "$series"/*.patch; do
 done
 shopt -u nullglob
 
-# 3. The libraries to build: what the applications link and the cases load, with what those
-#    link (libclosure.py); wmake-needed/wmake skips the rest of src/.
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck disable=SC2086
-read -r total_libs total_objs every_lib < <(python3 "$here/libclosure.py" "$tree" "$prefix/needed-libs" \
-    "${apps[@]}" --require ${BUILD_REQUIRED_LIBS:-OpenFOAM}) \
-    || die "cannot tell which libraries $top needs (above)"
-[ -s "$prefix/needed-libs" ] || die "cannot tell which libraries $top needs (above)"
-say "building $total_libs of $every_lib library folders: what the applications link and the cases load"
-
-# 4. Progress every minute, from what the build has written so far.
-. "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
-count_sources() { cat "$@" 2>/dev/null | grep -cE '\.([cCL]|cxx|cpp)$' || true; }
-for app in "${apps[@]}"; do
-    total_objs=$((total_objs + $(cd "$tree" && count_sources "$app/Make/files")))
-    case "$app" in applications/modules/*) total_libs=$((total_libs + 1));; esac
-done
-start_ticker build-tree "$total_objs" "$total_libs" "$tree/platforms" "$tree/build"
-trap stop_ticker EXIT
-
-# 5. wmake, src/, the applications: incremental, so a rerun continues.
+# 3. The build (build-needed.sh): incremental, so a rerun continues.
 # The compiler sees the tree through one path per flavour, <flavour>-building (a link to
 # PREFIX), whatever the key: the absolute include paths, and the __FILE__ strings they put
 # into objects, are then the same for every series, and ccache reuses every object a changed
@@ -132,37 +112,8 @@ if [ -d /usr/lib/ccache ] && [ -n "${CCACHE_DIR:-}" ]; then
 fi
 
 cd "$WM_PROJECT_DIR"
-say "wmake tools"
-(cd wmake/src && make) >> "$log" 2>&1 || die "wmake's tools did not build -- see $log"
-say "libraries (src/Allwmake; most of the build)"
-# An optional library that fails (ptscotch without its headers) must not stop the others:
-# what the suite needs is checked below, product by product.
-PATH=$here/wmake-needed:$PATH BUILD_NEEDED_LIBS=$prefix/needed-libs WM_CONTINUE_ON_ERROR=1 \
-    src/Allwmake -j "$(nproc)" -q >> "$log" 2>&1 || true
-for app in "${apps[@]}"; do
-    say "$app"
-    # An application with its own Allwmake builds a local library first (v2512's
-    # surfaceFeatureExtract: extractionMethod); wmake -all runs that Allwmake. Without one,
-    # -all would also build the folder's other solvers (simpleFoam: SRF, porous, overset).
-    all=()
-    [ -f "$app/Allwmake" ] && all=(-all)
-    wmake "${all[@]}" -j "$(nproc)" "$app" >> "$log" 2>&1 || die "$app did not build -- see $log"
-done
-
-# 6. Everything the suite uses is there, or the build names what is missing.
-missing=()
-for lib in ${BUILD_REQUIRED_LIBS:-OpenFOAM}; do
-    [ -f "$FOAM_LIBBIN/lib$lib.so" ] || missing+=("lib$lib.so")
-done
-[ -f "$FOAM_LIBBIN/$FOAM_MPI/libPstream.so" ] || missing+=("$FOAM_MPI/libPstream.so")
-for app in "${apps[@]}"; do
-    name=$(basename "$app")
-    case "$app" in
-        applications/modules/*) [ -f "$FOAM_LIBBIN/lib$name.so" ] || missing+=("lib$name.so");;
-        *) [ -x "$FOAM_APPBIN/$name" ] || missing+=("bin/$name");;
-    esac
-done
-[ ${#missing[@]} -eq 0 ] || die "the build finished without ${missing[*]} -- see $log (rerun to continue)"
+BUILD_LOG=$log BUILD_PROGRESS=$here/progress.sh bash "$suite/build-needed.sh" "$needs" \
+    || die "the build stopped (above) -- rerun to continue"
 
 # The environment the tools run with: what etc/bashrc set or changed, naming PREFIX itself
 # (the link moves on to the next build).

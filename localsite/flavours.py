@@ -11,7 +11,8 @@ and patched once (each step recorded), and wmake is incremental, so an interrupt
 continues where it stopped; ``.complete`` marks a finished one, and ``env.json`` beside it is
 the environment its tools run with (what its etc/bashrc sets). Debian's Open MPI, SCOTCH and
 the system compiler; only the applications the suite uses, and of src/ only the libraries they
-link or its cases load (``libraries``; localsite/libclosure.py), about three quarters of it.
+link or its cases load, about three quarters of it: the series' needs file and build-needed.sh
+of the Spack overlay's ``suite`` folder, the recipe Spack's ``+suite`` build runs too.
 Compiles go through ccache (``<cache>/ccache``) when it is installed, so a build for a changed
 series recompiles only what the series touches.
 """
@@ -19,6 +20,7 @@ series recompiles only what the series touches.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -34,6 +36,22 @@ from topofoam import contents, paths
 BUILD_VERSION = "2"
 BUILD_SCRIPT = Path(__file__).with_name("build-tree.sh")
 OVERLAYS = Path(__file__).with_name("overlays")
+#: The build recipe this shares with Spack's overlay (its +suite variant): libclosure.py,
+#: wmake-needed/, build-needed.sh and each series' needs file.
+SUITE = (
+    paths.REPO / "spack" / "repos" / "spack_repo" / "topofoam" / "packages" / "openfoam" / "suite"
+)
+
+
+def _load(path: Path):
+    """A module of the recipe by its path (a Spack package folder is no Python package)."""
+    spec = importlib.util.spec_from_file_location(f"topofoam_suite_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+libclosure = _load(SUITE / "libclosure.py")
 
 
 @dataclass(frozen=True)
@@ -45,10 +63,6 @@ class Flavour:
     series: str  # folder of patches/
     #: etc/bashrc settings (its command-line parameters)
     settings: tuple[str, ...]
-    #: built after src/, in this order
-    applications: tuple[str, ...]
-    #: libraries (lib<name>.so in FOAM_LIBBIN) the suite needs besides the applications'
-    libraries: tuple[str, ...]
     #: a rough figure for the first build on 2 cores, said before it starts
     estimate: str
     #: folder of localsite/overlays/ copied over the extracted tree (site configuration files)
@@ -58,6 +72,22 @@ class Flavour:
     #: libPstream built once more against Open MPI 5 (OCI's MPI, localsite/openmpi5.py) with
     #: this WM_MPLIB: in ESI's releases libPstream alone links MPI
     openmpi5_mplib: str = ""
+
+    @property
+    def needs(self) -> Path:
+        """What the suite uses of the release: the Spack overlay's needs file of the series,
+        which its +suite build reads too (one recipe)."""
+        return SUITE / f"{self.series}.needs"
+
+    @property
+    def applications(self) -> tuple[str, ...]:
+        """Built after src/, in this order."""
+        return tuple(libclosure.read_needs(self.needs)[0])
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        """Libraries (lib<name>.so in FOAM_LIBBIN) the cases load besides the applications'."""
+        return tuple(libclosure.read_needs(self.needs)[1])
 
 
 ORG12 = Flavour(
@@ -78,42 +108,6 @@ ORG12 = Flavour(
         "METIS_TYPE=none",
         "PARMETIS_TYPE=none",
     ),
-    applications=(
-        "applications/modules/movingMesh",
-        "applications/modules/functions",
-        "applications/modules/fluidSolver",
-        "applications/modules/incompressibleFluid",
-        "applications/modules/VoFSolver",
-        "applications/modules/twoPhaseSolver",
-        "applications/modules/twoPhaseVoFSolver",
-        "applications/modules/incompressibleVoF",
-        "applications/solvers/foamRun",
-        "applications/legacy/incompressible/icoFoam",
-        "applications/legacy/basic/laplacianFoam",
-        "applications/utilities/mesh/generation/blockMesh",
-        "applications/utilities/mesh/generation/snappyHexMesh",
-        "applications/utilities/surface/surfaceFeatures",
-        "applications/utilities/parallelProcessing/decomposePar",
-        "applications/utilities/parallelProcessing/reconstructPar",
-        "applications/utilities/mesh/manipulation/renumberMesh",
-        "applications/utilities/mesh/manipulation/checkMesh",
-        "applications/utilities/mesh/manipulation/mirrorMesh",
-        "applications/utilities/preProcessing/setFields",
-        "applications/utilities/miscellaneous/foamDictionary",
-    ),
-    libraries=(
-        "OpenFOAM",
-        "finiteVolume",
-        "meshTools",
-        "scotchDecomp",
-        "decompositionMethods",
-        "parallel",
-        "renumberMethods",
-        "snappyHexMesh",
-        "incompressibleMomentumTransportModels",
-        "twoPhaseMixture",
-        "fieldFunctionObjects",  # volFieldValue: the min and max cases/flavour.py writes
-    ),
     estimate="about 2 h on 2 cores",
 )
 
@@ -131,34 +125,6 @@ V2512 = Flavour(
     top="OpenFOAM-v2512",
     series="esi-v2512",
     settings=("WM_MPLIB=SYSTEMOPENMPI",),
-    applications=(
-        "applications/solvers/incompressible/simpleFoam",
-        "applications/solvers/incompressible/icoFoam",
-        "applications/solvers/multiphase/interFoam",
-        "applications/solvers/basic/laplacianFoam",
-        "applications/utilities/mesh/generation/blockMesh",
-        "applications/utilities/mesh/generation/snappyHexMesh",
-        "applications/utilities/surface/surfaceFeatureExtract",
-        "applications/utilities/parallelProcessing/decomposePar",
-        "applications/utilities/parallelProcessing/reconstructPar",
-        "applications/utilities/mesh/manipulation/renumberMesh",
-        "applications/utilities/mesh/manipulation/checkMesh",
-        "applications/utilities/mesh/manipulation/mirrorMesh",
-        "applications/utilities/preProcessing/setFields",
-        "applications/utilities/miscellaneous/foamDictionary",
-    ),
-    libraries=(
-        "OpenFOAM",
-        "finiteVolume",
-        "meshTools",
-        "scotchDecomp",
-        "decompositionMethods",
-        "renumberMethods",
-        "snappyHexMesh",
-        "incompressibleTurbulenceModels",
-        "twoPhaseMixture",
-        "fieldFunctionObjects",
-    ),
     estimate="about 4 h on 2 cores",
     overlay="v2512",
     family="esi",
@@ -248,11 +214,10 @@ def ensure_built(flavour: Flavour) -> Path:
         str(where),
         str(series_dir(flavour)),
         " ".join(flavour.settings),
-        *flavour.applications,
+        str(flavour.needs),
     ]
     env = dict(
         os.environ,
-        BUILD_REQUIRED_LIBS=" ".join(flavour.libraries),
         BUILD_OVERLAY=str(OVERLAYS / flavour.overlay) if flavour.overlay else "",
         CCACHE_DIR=str(paths.cache_dir() / "ccache"),
     )

@@ -8,6 +8,7 @@ spack.lock in the clone is never touched; the copy must come out byte-identical.
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from conftest import REPO
 from localsite import spack as offline_spack
 
 OVERLAY = REPO / "spack/repos/spack_repo/topofoam"
+SUITE = OVERLAY / "packages/openfoam/suite"
 SERIES_OF = {"openfoam": ["esi-v1912", "esi-v2512"], "openfoam_org": ["org-12"]}
 
 needs_spack = pytest.mark.skipif(
@@ -249,3 +251,15 @@ def test_spack_patch_stages_the_series(spack, mirror, tmp_path, spec, folder, wi
     pstreams = tree / "src/OpenFOAM/db/IOstreams/Pstreams"
     assert any("reductionSchedule" in f.read_text() for f in pstreams.glob("*.[CH]"))
     assert (tree / "bin/foamEtcFile").is_file()
+    # +suite (OpenFOAM-12, v2512): the builtin spack-Allwmake runs the tree's Allwmake-spack,
+    # which builds what the series' needs file names with the recipe ./bench build runs.
+    build = tree / "Allwmake-spack"
+    if folder in ("org-12", "esi-v2512"):
+        assert (tree / "spack-Allwmake").is_file()
+        assert os.access(build, os.X_OK), sorted(p.name for p in tree.iterdir())
+        assert f".topofoam-suite/{folder}.needs" in build.read_text()
+        kept = tree / ".topofoam-suite"
+        for name in ("build-needed.sh", "libclosure.py", "wmake-needed/wmake", f"{folder}.needs"):
+            assert (kept / name).read_bytes() == (SUITE / name).read_bytes(), name
+    else:
+        assert not build.exists()

@@ -1,5 +1,6 @@
 # TopoFOAM bench overlay: Spack's builtin OpenFOAM (ESI) plus the project's patch series.
 import os
+import shutil
 
 from spack_repo.builtin.packages.openfoam.package import Openfoam as BuiltinOpenfoam
 
@@ -21,6 +22,39 @@ def patch_series(package_file, folder):
             f"copied overlay, loses it)"
         )
     return series
+
+
+#: The build of what the suite uses (+suite): build-needed.sh, libclosure.py, wmake-needed/ and
+#: one needs file per series; ./bench build runs the same files (localsite/build-tree.sh).
+SUITE = os.path.join(os.path.dirname(__file__), "suite")
+
+SUITE_DESCRIPTION = (
+    "Build only what TopoFOAM bench uses: the applications of its needs file "
+    "(suite/<series>.needs), the libraries they link and the cases load, about half of the "
+    "release; ~suite builds all of it"
+)
+
+
+def write_suite_build(tree, series):
+    """Make the staged ``tree`` build only what the suite uses: the builtin packages'
+    spack-Allwmake runs a tree's ``Allwmake-spack`` instead of its Allwmake when there is one
+    (after sourcing etc/bashrc, from the tree's top)."""
+    needs = os.path.join(SUITE, f"{series}.needs")
+    if not os.path.isfile(needs):
+        raise InstallError(
+            f"{needs}: no needs file for the series {series} -- build ~suite, or add the file"
+        )
+    kept = os.path.join(tree, ".topofoam-suite")
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(SUITE, kept, symlinks=False)
+    script = os.path.join(tree, "Allwmake-spack")
+    with open(script, "w") as f:
+        f.write(
+            "#!/bin/bash\n"
+            "# TopoFOAM bench (+suite): only what the suite uses, as ./bench build builds it.\n"
+            f"exec bash .topofoam-suite/build-needed.sh .topofoam-suite/{series}.needs\n"
+        )
+    os.chmod(script, 0o755)
 
 
 #: Patches of a series that upstream took later, with the versions that still lack them.
@@ -49,3 +83,10 @@ class Openfoam(BuiltinOpenfoam):
 
     for _patch in patch_series(__file__, "esi-v2512"):
         patch(_patch, when="@2512")
+
+    variant("suite", default=True, when="@2512", description=SUITE_DESCRIPTION)
+
+    def patch(self):
+        super().patch()
+        if self.spec.satisfies("@2512 +suite"):
+            write_suite_build(self.stage.source_path, "esi-v2512")

@@ -4,7 +4,11 @@ import os
 
 import spack_repo.builtin.packages.openfoam_org.package as builtin_openfoam_org
 from spack_repo.builtin.packages.openfoam_org.package import OpenfoamOrg as BuiltinOpenfoamOrg
-from spack_repo.topofoam.packages.openfoam.package import patch_series
+from spack_repo.topofoam.packages.openfoam.package import (
+    SUITE_DESCRIPTION,
+    patch_series,
+    write_suite_build,
+)
 
 from spack.package import *
 
@@ -19,6 +23,8 @@ class OpenfoamOrg(BuiltinOpenfoamOrg):
     for _patch in patch_series(__file__, "org-12"):
         patch(_patch, when="@12")
 
+    variant("suite", default=True, when="@12", description=SUITE_DESCRIPTION)
+
     # The builtin patch() copies ``assets`` from the package's own folder, which for this
     # subclass is the overlay's: copy nothing there, and the builtin's assets here.
     assets = []
@@ -27,3 +33,5 @@ class OpenfoamOrg(BuiltinOpenfoamOrg):
         super().patch()
         for asset in BuiltinOpenfoamOrg.assets:
             install(join_path(BUILTIN_DIR, "assets", asset), join_path(self.stage.source_path, asset))
+        if self.spec.satisfies("@12 +suite"):
+            write_suite_build(self.stage.source_path, "org-12")

@@ -2,18 +2,18 @@
 
 A full ``src/Allwmake`` compiles every library of the release (3,500 objects for ESI v2512,
 a quarter of them for adjoint optimisation, Lagrangian particles, region and rigid-body
-models the benchmark cases never load). build-tree.sh builds only what this module names:
-the libraries the applications link (``EXE_LIBS`` in their ``Make/options``), the ones a case
-loads at run time (``BUILD_REQUIRED_LIBS``: decomposition and renumbering methods, function
-objects) and, transitively, what each of those links (``LIB_LIBS``). ``wmake-needed/wmake``
-skips every other library folder while ``src/Allwmake`` runs, so the release's own build order
-and configuration (SCOTCH detection, MPI selection) stay as they are.
+models the benchmark cases never load). build-needed.sh builds only what this module names:
+the libraries the applications of a needs file link (``EXE_LIBS`` in their ``Make/options``),
+the ones a case loads at run time (its ``library`` lines: decomposition and renumbering
+methods, function objects) and, transitively, what each of those links (``LIB_LIBS``).
+``wmake-needed/wmake`` skips every other library folder while ``src/Allwmake`` runs, so the
+release's own build order and configuration (SCOTCH detection, MPI selection) stay as they are.
 
-    python3 libclosure.py TREE OUT APPLICATION... [--require NAME...]
+    python3 libclosure.py TREE NEEDS OUT
 
 writes OUT: one line per library folder, ``<name> <folder relative to TREE>``, and prints how
 many library folders and objects that is, and how many library folders the tree has. Standard
-library only: build-tree.sh runs it with the system Python.
+library only: the build runs it with the system Python (Spack's build too).
 """
 
 from __future__ import annotations
@@ -80,6 +80,35 @@ def needed(
     return dict(sorted(closure.items()))
 
 
+class NeedsError(ValueError):
+    """A needs file that cannot be read: the message names the file, the line and the fix."""
+
+
+def read_needs(path: Path) -> tuple[list[str], list[str]]:
+    """The applications (in build order) and run-time libraries of a needs file: lines
+    ``application <folder>`` and ``library <name>``; ``#`` starts a comment."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise NeedsError(f"{path}: cannot be read ({e.strerror}) -- restore it from git") from None
+    applications: list[str] = []
+    libraries: list[str] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2 or words[0] not in ("application", "library"):
+            raise NeedsError(
+                f"{path}:{n}: {line.strip()!r} is neither 'application <folder>' nor "
+                f"'library <name>' -- correct the line"
+            )
+        (applications if words[0] == "application" else libraries).append(words[1])
+    if not applications:
+        raise NeedsError(f"{path}: names no application -- restore it from git")
+    return applications, libraries
+
+
 def sources(tree: Path, folder: str) -> int:
     """How many objects ``folder`` compiles (its Make/files' sources)."""
     files = tree / folder / "Make" / "files"
@@ -89,16 +118,17 @@ def sources(tree: Path, folder: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    args, required = argv, []
-    if "--require" in argv:
-        at = argv.index("--require")
-        args, required = argv[:at], argv[at + 1 :]
-    if len(args) < 2:
-        print("usage: libclosure.py TREE OUT APPLICATION... [--require NAME...]", file=sys.stderr)
+    if len(argv) != 3:
+        print("usage: libclosure.py TREE NEEDS OUT", file=sys.stderr)
         return 2
-    tree, out, applications = Path(args[0]), Path(args[1]), args[2:]
+    tree, needs, out = Path(argv[0]), Path(argv[1]), Path(argv[2])
     if not (tree / "src").is_dir():
         print(f"libclosure: {tree} has no src/ -- is it an OpenFOAM tree?", file=sys.stderr)
+        return 1
+    try:
+        applications, required = read_needs(needs)
+    except NeedsError as e:
+        print(f"libclosure: {e}", file=sys.stderr)
         return 1
     every = library_folders(tree)
     closure = needed(tree, applications, required, every)
@@ -106,7 +136,7 @@ def main(argv: list[str]) -> int:
     if missing:
         print(
             f"libclosure: no folder of {tree}/src builds lib{', lib'.join(missing)} -- "
-            "correct the flavour's libraries in localsite/flavours.py",
+            f"correct the library lines of {needs}",
             file=sys.stderr,
         )
         return 1
@@ -114,7 +144,7 @@ def main(argv: list[str]) -> int:
     out.write_text(
         "".join(f"{name} {folder}\n" for name, dirs in closure.items() for folder in dirs)
     )
-    # For build-tree.sh's progress: how many library folders and objects that is, of how many.
+    # For the build's progress: how many library folders and objects that is, of how many.
     print(
         len(folders),
         sum(sources(tree, folder) for folder in folders),
