@@ -318,6 +318,9 @@ def test_an_interrupted_preparation_exits_130_and_keeps_nothing(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A test run started in the background (nohup ... &) ignores SIGINT, and the child
+        # would inherit that: Ctrl-C as a terminal delivers it needs the default disposition.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for line in proc.stderr:  # wait until the mesher runs, then press Ctrl-C (the group)
         if "meshing" in line:

@@ -210,6 +210,9 @@ def mirror(spack, tmp_path_factory):
     (scope / "mirrors.yaml").write_text(
         f"mirrors:\n  offline:\n    url: file://{root / 'mirror'}\n    signed: false\n"
     )
+    # A stage of this run's own: Spack keeps a stage it has patched and does not patch it
+    # again, so a stage left by an earlier run would hold that run's suite files.
+    (scope / "config.yaml").write_text(f"config:\n  build_stage:\n  - {root / 'stage'}\n")
     return scope, absent
 
 

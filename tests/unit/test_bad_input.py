@@ -530,7 +530,7 @@ def test_building_a_flavour_without_its_sources(tmp_path):
         (
             {"TOPOFOAM_SITE": "nosuch"},
             2,
-            r"TOPOFOAM_SITE=nosuch: there is no site-configs/nosuch\.spack\.yaml -- choose hpc2, oci, vsc5, or unset it",
+            r"TOPOFOAM_SITE=nosuch: there is no site-configs/nosuch\.spack\.yaml -- choose hpc2, local, oci, vsc5, or unset it",
         ),
         (
             {"TOPOFOAM_SPACK_KIT": "EMPTY"},
