@@ -120,16 +120,21 @@ def test_a_bad_needs_file_is_one_line_naming_file_and_line(tmp_path, text, said)
     assert done.stderr.startswith(f"libclosure: {needs}") and said in done.stderr, done.stderr
 
 
-def test_wrapper_skips_unneeded_library_folders_and_builds_needed_ones(tmp_path):
-    """Two one-file libraries built through the wrapper with v2512's real wmake: the one on
-    the list becomes lib<name>.so, the other is skipped, saying so."""
-    tree = make_files("v2512", tmp_path / "OpenFOAM-v2512")
-    for name in ("wanted", "unwanted"):
-        folder = tree / "src" / name
+def one_file_libraries(src: Path, *names: str) -> None:
+    """A library folder per name under ``src``, each one function in one file (TEST DATA)."""
+    for name in names:
+        folder = src / name
         (folder / "Make").mkdir(parents=True)
         (folder / f"{name}.C").write_text(f"int {name}() {{ return 1; }}\n")
         (folder / "Make" / "files").write_text(f"{name}.C\n\nLIB = $(FOAM_LIBBIN)/lib{name}\n")
         (folder / "Make" / "options").write_text("EXE_INC =\nLIB_LIBS =\n")
+
+
+def test_wrapper_skips_unneeded_library_folders_and_builds_needed_ones(tmp_path):
+    """Two one-file libraries built through the wrapper with v2512's real wmake: the one on
+    the list becomes lib<name>.so, the other is skipped, saying so."""
+    tree = make_files("v2512", tmp_path / "OpenFOAM-v2512")
+    one_file_libraries(tree / "src", "wanted", "unwanted")
     (tmp_path / "needed-libs").write_text("wanted src/wanted\n")
     script = f"""
 set +eu
@@ -161,12 +166,7 @@ def test_build_needed_builds_what_the_needs_file_names_and_names_what_is_missing
         "#!/bin/sh\ncd ${0%/*} || exit 1\nwmake libso wanted\nwmake libso unwanted\n"
     )
     (tree / "src" / "Allwmake").chmod(0o755)
-    for name in ("wanted", "unwanted"):
-        folder = tree / "src" / name
-        (folder / "Make").mkdir(parents=True)
-        (folder / f"{name}.C").write_text(f"int {name}() {{ return 1; }}\n")
-        (folder / "Make" / "files").write_text(f"{name}.C\n\nLIB = $(FOAM_LIBBIN)/lib{name}\n")
-        (folder / "Make" / "options").write_text("EXE_INC =\nLIB_LIBS =\n")
+    one_file_libraries(tree / "src", "wanted", "unwanted")
     module = tree / "applications" / "modules" / "tiny"
     (module / "Make").mkdir(parents=True)
     (module / "tiny.C").write_text("int wanted();\nint tiny() { return wanted(); }\n")
