@@ -19,6 +19,7 @@ series recompiles only what the series touches.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -54,6 +55,13 @@ def _load(path: Path):
 libclosure = _load(SUITE / "libclosure.py")
 
 
+@functools.cache
+def _needs(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A needs file's applications and libraries, read once per process."""
+    applications, libraries = libclosure.read_needs(path)
+    return tuple(applications), tuple(libraries)
+
+
 @dataclass(frozen=True)
 class Flavour:
     name: str  # ./bench build <name>
@@ -82,12 +90,12 @@ class Flavour:
     @property
     def applications(self) -> tuple[str, ...]:
         """Built after src/, in this order."""
-        return tuple(libclosure.read_needs(self.needs)[0])
+        return _needs(self.needs)[0]
 
     @property
     def libraries(self) -> tuple[str, ...]:
         """Libraries (lib<name>.so in FOAM_LIBBIN) the cases load besides the applications'."""
-        return tuple(libclosure.read_needs(self.needs)[1])
+        return _needs(self.needs)[1]
 
 
 ORG12 = Flavour(
