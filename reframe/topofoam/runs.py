@@ -40,7 +40,7 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin, OnFabric):
     #: The job script's commands before the solver, by phase, in this order. Hooks add to a
     #: phase (``add_prerun``); ``assemble_prerun`` writes them out last, so the order of the
     #: script never depends on the order the hooks ran in.
-    PRERUN_PHASES = ("stage_in", "prepare", "place", "probe", "start")
+    PRERUN_PHASES = ("stage_in", "prepare", "place", "probe", "settle", "start")
 
     @run_after("setup")
     def log_openfoam(self):

@@ -109,6 +109,17 @@ def validate(results, tag, quota=None, reframe_args=()):
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
 
 
+def shown(done):
+    """What a failed assertion on a validation shows: the verdict's judgements that did not
+    pass first (a long verdict's tail would cut them off), then the output's end."""
+    findings = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith(("Validation verdict", "FAIL", "INCONCLUSIVE"))
+    ]
+    return "\n".join(findings) + "\n[...]\n" + done.stdout[-2000:] + done.stderr[-2000:]
+
+
 def verdict_of(results):
     return json.loads((results / "validation" / "verdict-local.json").read_text())
 
@@ -123,7 +134,7 @@ def baseline(tmp_path_factory):
     """A first validation here: its session becomes this machine's expectations."""
     results = tmp_path_factory.mktemp("validation")
     done = validate(results, "baseline")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 0, shown(done)
     assert "this session's are now its expectations" in done.stdout
     assert (results / "expectations" / "local.yaml").exists()
     return results
@@ -131,7 +142,7 @@ def baseline(tmp_path_factory):
 
 def test_a_slower_machine_fails_the_verdict_naming_the_solver(baseline):
     done = validate(baseline, "slower", quota=QUOTA)
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 1, shown(done)
     verdict = verdict_of(baseline)
     assert verdict["verdict"] == "FAIL"
     solver = judgement(verdict, "SolverValidation", "wall")
@@ -156,7 +167,7 @@ def test_a_slower_machine_fails_the_verdict_naming_the_solver(baseline):
 def test_an_unchanged_rerun_is_not_failed(baseline):
     done = validate(baseline, "unchanged")
     verdict = verdict_of(baseline)
-    assert verdict["verdict"] != "FAIL", done.stdout[-3000:]
+    assert verdict["verdict"] != "FAIL", shown(done)
     assert done.returncode in (0, 3)
     solver = judgement(verdict, "SolverValidation", "wall")
     assert solver["status"] != "FAIL"
@@ -188,7 +199,7 @@ def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync
     """The node-local storage the case is copied to is a synchronously mounted disk: the
     rate at which OpenFOAM writes there fails, named; the rates on shared storage do not."""
     done = validate(baseline, "sync-scratch", reframe_args=["-S", f"local_storage={sync_scratch}"])
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.returncode == 1, shown(done)
     verdict = verdict_of(baseline)
     assert verdict["verdict"] == "FAIL"
     storage = [j for j in verdict["judgements"] if j["check"] == "StorageValidation"]
