@@ -153,6 +153,18 @@ def get(name: str) -> Flavour:
         raise BuildError(f"unknown flavour '{name}' -- choose from {', '.join(FLAVOURS)}") from None
 
 
+def ccache_environ() -> dict[str, str]:
+    """ccache's settings for every OpenFOAM build here, ./bench build's and Spack's: one
+    cache, and absolute paths under the cache folder hashed relative to the compiler's folder
+    (base_dir), so that a file compiled in another tree (a new key's, Spack's stage) hits."""
+    cache = paths.cache_dir()
+    return {
+        "CCACHE_DIR": str(cache / "ccache"),
+        "CCACHE_BASEDIR": str(cache),
+        "CCACHE_MAXSIZE": os.environ.get("CCACHE_MAXSIZE", "20G"),
+    }
+
+
 def series_dir(flavour: Flavour) -> Path:
     return paths.PATCHES / flavour.series
 
@@ -227,7 +239,7 @@ def ensure_built(flavour: Flavour) -> Path:
     env = dict(
         os.environ,
         BUILD_OVERLAY=str(OVERLAYS / flavour.overlay) if flavour.overlay else "",
-        CCACHE_DIR=str(paths.cache_dir() / "ccache"),
+        **ccache_environ(),
     )
     if subprocess.run(cmd, env=env).returncode != 0:
         log = where / "build.log"
