@@ -131,6 +131,22 @@ def tracked_spack_yaml():
     assert sha(REPO / "spack.yaml") == before, "the tests changed the tracked spack.yaml"
 
 
+@pytest.mark.parametrize("package", ["openfoam", "openfoam_org"])
+def test_packages_state_the_suite_they_build(package):
+    """Spack hashes a package's own source, not the suite files beside it: each overlay
+    package states the suite's digest, so that a changed suite is a new spec (built in a
+    new stage, never the kept stage of the old one), and refuses a suite that differs."""
+    from localsite.flavours import libclosure
+
+    source = (OVERLAY / "packages" / package / "package.py").read_text()
+    stated = re.search(r'^SUITE_SHA256 = "([0-9a-f]{64})"$', source, re.M)
+    assert stated, f"{package}/package.py states no SUITE_SHA256"
+    assert stated.group(1) == libclosure.digest(SUITE), (
+        f"suite/ changed: set SUITE_SHA256 in {package}/package.py to "
+        f"{libclosure.digest(SUITE)}"
+    )
+
+
 @needs_spack
 def test_audit_packages(spack, tracked_spack_yaml):
     done = spack.run(

@@ -1,4 +1,5 @@
 # TopoFOAM bench overlay: Spack's builtin OpenFOAM (ESI) plus the project's patch series.
+import importlib.util
 import os
 import shutil
 
@@ -28,6 +29,10 @@ def patch_series(package_file, folder):
 #: one needs file per series; ./bench build runs the same files (localsite/build-tree.sh).
 SUITE = os.path.join(os.path.dirname(__file__), "suite")
 
+#: suite_digest() of the suite this package builds. Spack hashes a package's own source, not
+#: the files beside it: stated here, a changed suite changes the spec (tests/unit checks it).
+SUITE_SHA256 = "da2bf84006c29265552d440c8bc539eaaeca48ca810f643eb239201e7b753821"
+
 SUITE_DESCRIPTION = (
     "Build only what TopoFOAM bench uses: the applications of its needs file "
     "(suite/<series>.needs), the libraries they link and the cases load, about half of the "
@@ -35,10 +40,29 @@ SUITE_DESCRIPTION = (
 )
 
 
-def write_suite_build(tree, series):
+def suite_digest():
+    """The suite folder's digest (suite/libclosure.py: digest)."""
+    loader = importlib.util.spec_from_file_location(
+        "topofoam_libclosure", os.path.join(SUITE, "libclosure.py")
+    )
+    libclosure = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(libclosure)
+    return libclosure.digest(SUITE)
+
+
+def write_suite_build(tree, series, stated):
     """Make the staged ``tree`` build only what the suite uses: the builtin packages'
     spack-Allwmake runs a tree's ``Allwmake-spack`` instead of its Allwmake when there is one
-    (after sourcing etc/bashrc, from the tree's top)."""
+    (after sourcing etc/bashrc, from the tree's top).
+
+    ``stated`` is the package's SUITE_SHA256: a suite that changed since then would build
+    under the hash of the old one, so it stops here."""
+    if suite_digest() != stated:
+        raise InstallError(
+            f"{SUITE} changed since SUITE_SHA256 was stated in the overlay packages -- set "
+            f"SUITE_SHA256 in openfoam/package.py and openfoam_org/package.py to "
+            f"{suite_digest()} (a changed suite is a new spec, built in a new stage)"
+        )
     needs = os.path.join(SUITE, f"{series}.needs")
     if not os.path.isfile(needs):
         raise InstallError(
@@ -89,4 +113,4 @@ class Openfoam(BuiltinOpenfoam):
     def patch(self):
         super().patch()
         if self.spec.satisfies("@2512 +suite"):
-            write_suite_build(self.stage.source_path, "esi-v2512")
+            write_suite_build(self.stage.source_path, "esi-v2512", SUITE_SHA256)

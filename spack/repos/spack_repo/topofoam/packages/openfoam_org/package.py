@@ -12,6 +12,10 @@ from spack_repo.topofoam.packages.openfoam.package import (
 
 from spack.package import *
 
+#: The suite this package builds (openfoam/package.py: SUITE_SHA256, stated here too, for
+#: Spack hashes this file and not the one it imports from).
+SUITE_SHA256 = "da2bf84006c29265552d440c8bc539eaaeca48ca810f643eb239201e7b753821"
+
 #: The builtin package's folder: its assets/ (bin/foamEtcFile) are there, not beside us.
 BUILTIN_DIR = os.path.dirname(builtin_openfoam_org.__file__)
 
@@ -34,4 +38,4 @@ class OpenfoamOrg(BuiltinOpenfoamOrg):
         for asset in BuiltinOpenfoamOrg.assets:
             install(join_path(BUILTIN_DIR, "assets", asset), join_path(self.stage.source_path, asset))
         if self.spec.satisfies("@12 +suite"):
-            write_suite_build(self.stage.source_path, "org-12")
+            write_suite_build(self.stage.source_path, "org-12", SUITE_SHA256)

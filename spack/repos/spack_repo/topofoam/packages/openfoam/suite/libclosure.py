@@ -18,6 +18,7 @@ library only: the build runs it with the system Python (Spack's build too).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from pathlib import Path
@@ -25,6 +26,19 @@ from pathlib import Path
 # LIB = $(FOAM_LIBBIN)/libfiniteVolume, $(FOAM_MPI_LIBBIN)/libPstream, .../dummy/libmetisDecomp
 _LIB = re.compile(r"^\s*LIB\s*=\s*\S*?/lib(\w+)\s*$", re.M)
 _SOURCE = re.compile(r"\.(?:[cCL]|cxx|cpp)$")
+
+
+def digest(folder: Path) -> str:
+    """The sha256 of a folder's files, their paths and contents (Python's caches left out):
+    the suite's identity. The overlay packages state it (SUITE_SHA256), since Spack hashes a
+    package's own source and not the files beside it."""
+    sha = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        if "__pycache__" in path.parts:
+            continue
+        sha.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        sha.update(path.read_bytes() + b"\0")
+    return sha.hexdigest()
 
 
 def library_folders(tree: Path) -> dict[str, list[str]]:
