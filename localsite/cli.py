@@ -18,9 +18,11 @@ one line, "bench: <cause> -- <fix>", and a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import collections
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -60,6 +62,8 @@ PASS_THROUGH = {"cases": "cases", "rankmap-bench": "rankmap.bench"}
 # The OpenFOAMs those verbs and `run --openfoam` can run with: Debian's v1912, and the
 # flavours built from source (site-configs/local.py has environments for each).
 OPENFOAMS = ("v1912", *flavours.FLAVOURS)
+# `run --openfoam` also runs the flavours as the local Spack site installed them.
+SPACK_OPENFOAMS = tuple(f"{name}-spack" for name in offline_spack.SPACK_SPECS)
 
 
 def _partition_list(values: list[str] | None) -> list[str]:
@@ -103,7 +107,7 @@ def _environments(which: str) -> list[str]:
     from source, or all."""
     if which == "all":
         return []
-    return ["-p", f"^openfoam-{which}"]
+    return ["-p", f"^openfoam-{which}(-patched)?$"]
 
 
 def _reframe_command(
@@ -305,6 +309,12 @@ def run(args: argparse.Namespace) -> int:
             if args.openfoam == name:
                 raise UsageError(f"OpenFOAM {name}: {flavour['why_not']}")
             print(f"bench: OpenFOAM {name} left out: {flavour['why_not']}")
+    for name, installed in found_facts.get("spack", {}).items():
+        name = f"{name}-spack"
+        if args.openfoam in (name, "all") and not installed["installed"]:
+            if args.openfoam == name:
+                raise UsageError(f"OpenFOAM {name}: {installed['why_not']}")
+            print(f"bench: OpenFOAM {name} left out: {installed['why_not']}")
     partitions = _with_ompi5(partitions, args, found_facts)
     # A killed earlier run may still be computing: its timings and ours would both be wrong.
     found = strays.find(results / "reframe" / "stage")
@@ -509,9 +519,55 @@ def spack_command(args: argparse.Namespace) -> int:
     except offline_spack.SpackKitError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
-    cmd = [str(spack.root / "bin" / "spack"), *args.spack_args]
-    extra = {"TOPOFOAM_SITE": site} if site is not None else {}
-    return subprocess.run(cmd, cwd=paths.REPO, env=spack.environ(**extra)).returncode
+    scope, absent = offline_spack.mirror_scope(spack)
+    if "install" in args.spack_args:
+        before = offline_spack.wanted_sources_missing(site, absent)
+        if site == "local":
+            before += offline_spack.external_mismatches(offline_spack.site_file(site))
+        for line in before:
+            print(f"bench: spack: {line}", file=sys.stderr)
+        if before:
+            return 2
+    spack_args = list(args.spack_args)
+    if "install" in spack_args and "--dont-restage" not in spack_args:
+        # Spack's default wipes the stage of an install that stopped; this one continues in
+        # it (wmake compiles what is missing). A changed recipe is a new spec, a new stage.
+        spack_args.insert(spack_args.index("install") + 1, "--dont-restage")
+    cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), *spack_args]
+    extra = dict(flavours.ccache_environ())
+    if site is not None:
+        extra["TOPOFOAM_SITE"] = site
+    # Spack's output as it comes, and one line at the end saying why it stopped, if it did.
+    tail = collections.deque(maxlen=400)
+    # A stop (a job's or session's SIGTERM) is an interrupt: Spack gets it too, we say how
+    # to continue.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupted = False
+    with subprocess.Popen(
+        cmd, cwd=paths.REPO, env=spack.environ(**extra), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
+    ) as spack_run:  # fmt: skip
+        try:
+            for line in spack_run.stdout:
+                print(line, end="", flush=True)
+                tail.append(line)
+        except KeyboardInterrupt:
+            # Spack, its build and the compilers stop with us (their own session).
+            interrupted = True
+            os.killpg(spack_run.pid, signal.SIGTERM)
+            spack_run.wait()
+    if spack_run.returncode == 0 and not interrupted:
+        return 0
+    if interrupted or spack_run.returncode < 0:
+        why = (
+            "stopped before the end -- rerun the same command: the build continues in "
+            "Spack's kept stage"
+        )
+    else:
+        why = offline_spack.why_it_stopped("".join(tail), scope.parent / "mirror")
+    if why:
+        print(f"bench: spack: {why}", file=sys.stderr)
+    return spack_run.returncode if spack_run.returncode > 0 else 130
 
 
 def slurm_command(args: argparse.Namespace) -> int:
@@ -598,10 +654,11 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--openfoam",
-        choices=("all", *OPENFOAMS),
+        choices=("all", *OPENFOAMS, *SPACK_OPENFOAMS),
         default="v1912",
         help="the OpenFOAM whose environments run: Debian's v1912 (default), org12 or v2512 "
-        "(built with './bench build NAME'), or all",
+        "(built with './bench build NAME'), org12-spack or v2512-spack (installed with "
+        "'TOPOFOAM_SITE=local ./bench spack -e . install'), or all",
     )
     r.add_argument(
         "--repeats",

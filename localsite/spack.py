@@ -14,7 +14,9 @@ files the v1912 series touches.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +24,8 @@ import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from localsite import flavours, sources
 from topofoam import paths
@@ -105,14 +109,19 @@ class OfflineSpack:
         )
 
 
+def _keyed(kit: Path) -> OfflineSpack:
+    """The Spack of this kit: one folder per pair of archives, keyed by their checksums."""
+    key = "-".join(sources.checksum(kit / a)[:8] for a in (SPACK_ARCHIVE, PACKAGES_ARCHIVE))
+    return OfflineSpack(paths.cache_dir() / "spack" / f"1.1.1-{key}")
+
+
 def ensure(say=print) -> OfflineSpack:
     """The offline Spack, unpacked and configured once per kit version."""
     why = missing()
     if why:
         raise SpackKitError(why)
     kit = kit_dir()
-    key = "-".join(sources.checksum(kit / a)[:8] for a in (SPACK_ARCHIVE, PACKAGES_ARCHIVE))
-    spack = OfflineSpack(paths.cache_dir() / "spack" / f"1.1.1-{key}")
+    spack = _keyed(kit)
     stamp = spack.home / ".ready"
     if stamp.is_file():
         return spack
@@ -208,6 +217,52 @@ def mirror(dest: Path) -> dict[str, str]:
     return missing_sources
 
 
+def mirror_scope(spack: OfflineSpack) -> tuple[Path, dict[str, str]]:
+    """A config scope (for ``spack -C``) naming a file mirror of this machine's OpenFOAM
+    sources, as an air-gapped site names its mirror (docs/clusters.md); kept out of Spack's
+    own scope, which the tests share. Returns it and {spec: why its source is missing}."""
+    root = spack.home / "site-mirror"
+    # Links only, laid out afresh: an archive taken out of TOPOFOAM_SOURCES is gone here too.
+    shutil.rmtree(root / "mirror", ignore_errors=True)
+    absent = mirror(root / "mirror")
+    _compiler_wrapper(spack, root / "mirror")
+    scope = root / "scope"
+    scope.mkdir(parents=True, exist_ok=True)
+    (scope / "mirrors.yaml").write_text(
+        f"mirrors:\n  offline:\n    url: file://{root / 'mirror'}\n    signed: false\n"
+    )
+    return scope, absent
+
+
+#: The compiler wrapper Spack 1.x puts around every compile, as the builtin package pins it.
+COMPILER_WRAPPER = ("1.1.0", "a07b35081d14b0729090bc1e5790a5dda2d5b997e064c62da39a1224ee249b2a")
+
+
+def _compiler_wrapper(spack: OfflineSpack, dest: Path) -> None:
+    """The compiler wrapper's archive, which the offline kit lacks: Spack's release carries
+    the script (cc.sh, for its own tests' compiler-wrapper package), packed here as the
+    archive the builtin package fetches. Spack pins another digest: install --no-checksum,
+    as for the kit's repacked OpenFOAM archives."""
+    version, sha256 = COMPILER_WRAPPER
+    tarball = spack.home / "sources" / f"compiler-wrapper-{version}.tar.gz"
+    if not tarball.is_file():
+        script = next(
+            (spack.root / "var" / "spack" / "test_repos").glob(
+                "spack_repo/*/packages/compiler_wrapper/cc.sh"
+            ),
+            None,
+        )
+        if script is None:
+            return  # Spack's install then says that no fetcher found it (why_it_stopped)
+        tarball.parent.mkdir(parents=True, exist_ok=True)
+        part = tarball.with_suffix(".part")
+        with tarfile.open(part, "w:gz") as tar:
+            tar.add(script, arcname=f"compiler-wrapper-{version}/cc.sh")
+        part.rename(tarball)
+    _link(tarball, dest / "compiler-wrapper" / tarball.name)
+    _link(tarball, dest / _by_digest(sha256, "tar.gz"))
+
+
 #: Where Spack looks openfoam@2512 (a commit of ESI's git repository) up in a mirror.
 V2512_GIT_MIRROR_PATH = (
     "_source-cache/git/openfoam/core/openfoam.git/87ed40d256d22ea38fcc648dfc82a22162427b18.tar.gz"
@@ -241,3 +296,185 @@ def _pack(tree: Path, tarball: Path, top: str) -> None:
             if entry.name not in ("debian", ".pc"):
                 tar.add(entry, arcname=f"{top}/{entry.name}")
     part.rename(tarball)
+
+
+# -- installing here ----------------------------------------------------------------------
+
+#: The Debian package behind each external of site-configs/local.spack.yaml, whose version
+#: the external must state (dpkg's upstream part).
+DEBIAN_PACKAGES = {
+    "gcc": "gcc-12",
+    "openmpi": "libopenmpi-dev",
+    "scotch": "libscotch-dev",
+    "hwloc": "libhwloc-dev",
+    "ucx": "libucx0",
+    "flex": "flex",
+    "bison": "bison",
+    "zlib": "zlib1g-dev",
+    "cmake": "cmake",
+    "json-c": "libjson-c-dev",
+    "libyaml": "libyaml-dev",
+    "readline": "libreadline-dev",
+    "gmake": "make",
+}
+
+
+def debian_version(package: str) -> str | None:
+    """The upstream version of an installed Debian package (no epoch, no Debian revision
+    or repack suffix: 1:1.2.13.dfsg-1 gives 1.2.13); None when it is not installed."""
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", package],
+        capture_output=True,
+        text=True,
+    )
+    status, _, version = done.stdout.partition(" ")
+    if done.returncode != 0 or status != "installed":
+        return None
+    upstream = version.split(":", 1)[-1]
+    return re.match(r"\d+(?:\.\d+)*", upstream).group(0)
+
+
+def site_file(site: str) -> Path:
+    return paths.REPO / "site-configs" / f"{site}.spack.yaml"
+
+
+def external_mismatches(site_yaml: Path) -> list[str]:
+    """Externals of a site file for this machine that are not what Debian installed here:
+    one line each, naming the file, the external and the fix."""
+    packages = (yaml.safe_load(site_yaml.read_text()) or {}).get("packages", {})
+    wrong = []
+    for name, settings in packages.items():
+        for external in (settings or {}).get("externals", []):
+            spec = external.get("spec", "")
+            declared = re.match(r"[\w-]+@=?([\w.]+)", spec)
+            deb = DEBIAN_PACKAGES.get(name)
+            if not declared or not deb:
+                continue
+            have = debian_version(deb)
+            if have is None:
+                wrong.append(
+                    f"{site_yaml}: external {spec.split()[0]} is not on this machine "
+                    f"(Debian's {deb} is not installed) -- run ./bench setup"
+                )
+            elif have != declared.group(1):
+                wrong.append(
+                    f"{site_yaml}: external {spec.split()[0]}, but Debian's {deb} here is "
+                    f"{have} -- state @{have} there"
+                )
+    return wrong
+
+
+def wanted_sources_missing(site: str | None, absent: dict[str, str]) -> list[str]:
+    """The missing sources (mirror()'s) of the OpenFOAMs the environment would install."""
+    config = yaml.safe_load((paths.REPO / "spack.yaml").read_text())["spack"]
+    if site is not None:
+        config = yaml.safe_load(site_file(site).read_text()) or {}
+    wanted = [
+        str(spec)
+        for definition in config.get("definitions", [])
+        if "openfoams" in definition and (site is not None or "when" not in definition)
+        for spec in definition["openfoams"]
+    ]
+    return [why for spec, why in absent.items() if any(w.startswith(spec) for w in wanted)]
+
+
+#: How an install stops, as Spack 1.1 says it, and what to do (a rerun continues: Spack keeps
+#: a failed stage and its patched tree, and wmake compiles only what is missing).
+_STOPS = (
+    (
+        re.compile(r"(\w+) checksum failed for (\S+)"),
+        lambda m, mirror: (
+            f"{m.group(2)}: its {m.group(1)} is not the one Spack's package pins -- an archive "
+            f"repacked from git (as the offline kit's are) needs 'install --no-checksum'; "
+            f"any other: fetch it again"
+        ),
+    ),
+    (
+        re.compile(r"All fetchers failed for (\S+)"),
+        lambda m, mirror: (
+            f"no source for {m.group(1)}, neither in the mirror {mirror} nor online -- put its "
+            f"archive in TOPOFOAM_SOURCES (the offline kit's sources/) and rerun"
+        ),
+    ),
+    (
+        re.compile(r"Patch (\S+) failed\."),
+        lambda m, mirror: (
+            f"{m.group(1)} does not apply to the staged release -- rewrite it against that "
+            f"release (patches/), then rerun: Spack restages the source"
+        ),
+    ),
+    (
+        re.compile(r"Couldn't find patch for package (\S+) with sha256"),
+        lambda m, mirror: (
+            f"a patch of {m.group(1)} changed after Spack indexed the repository -- run "
+            f"'spack clean -m' (Spack's caches) and 'spack -e . concretize -f', then rerun"
+        ),
+    ),
+    (
+        re.compile(r"See build log for details:\s+(\S+)"),
+        lambda m, mirror: (
+            f"the build failed: see {m.group(1)} -- fix the cause and rerun the same "
+            f"command: it continues in the kept stage"
+        ),
+    ),
+)
+
+
+def why_it_stopped(output: str, mirror_dir: Path) -> str | None:
+    """One line saying why a Spack command stopped, and the fix; None when Spack's own
+    words do not say."""
+    for pattern, explain in _STOPS:
+        found = pattern.search(output)
+        if found:
+            return explain(found, mirror_dir)
+    return None
+
+
+# -- what Spack installed here ------------------------------------------------------------
+
+#: What the local site installs with Spack (site-configs/local.spack.yaml), by the names of
+#: ./bench build's flavours.
+SPACK_SPECS = {"org12": "openfoam-org@12", "v2512": "openfoam@2512"}
+
+
+def installs() -> dict[str, dict]:
+    """Per flavour of SPACK_SPECS: installed by ``TOPOFOAM_SITE=local ./bench spack -e .
+    install``, for the environment as it was last concretized here (the repository's
+    spack.lock), with what a job needs to load it; else why not. Reads Spack's files, runs
+    no Spack (./bench writes these facts on every start)."""
+    install = "'TOPOFOAM_SITE=local ./bench spack -e . install --no-checksum'"
+    why = missing()
+    spack = None if why else _keyed(kit_dir())
+    if spack is not None and not (spack.home / ".ready").is_file():
+        why = f"the offline Spack is not set up -- {install} sets it up and installs"
+    if why:
+        return {name: {"installed": False, "why_not": why} for name in SPACK_SPECS}
+    db = spack.root / "opt" / "spack" / ".spack-db" / "index.json"
+    lock = paths.REPO / "spack.lock"
+    try:
+        records = json.loads(db.read_text())["database"]["installs"]
+        roots = json.loads(lock.read_text())
+    except (OSError, ValueError, KeyError):
+        records, roots = {}, {}
+    concrete = {
+        spec["name"]: h
+        for h, spec in ((r["hash"], roots.get("concrete_specs", {}).get(r["hash"], {}))
+                        for r in roots.get("roots", []))
+        if spec
+    }  # fmt: skip
+    found = {}
+    for name, spec in SPACK_SPECS.items():
+        package = spec.split("@")[0]
+        record = records.get(concrete.get(package, ""), {})
+        if record.get("installed"):
+            found[name] = {
+                "installed": True,
+                "spec": spec,
+                "hash": concrete[package],
+                "prefix": record["path"],
+                "setup": str(spack.root / "share" / "spack" / "setup-env.sh"),
+                "env": {k: v for k, v in spack.environ().items() if k.startswith("SPACK_")},
+            }
+        else:
+            found[name] = {"installed": False, "why_not": f"{spec} is not installed -- {install}"}
+    return found

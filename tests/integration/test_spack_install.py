@@ -1,0 +1,220 @@
+"""`./bench spack -e . install` on this machine's Spack site (site-configs/local.spack.yaml):
+what stops an install says so in one line, naming what and the fix, before Spack runs where
+it can (a missing archive, an external that is not this machine's) and after it otherwise (a
+checksum, a series that does not apply); a stopped install continues in its kept stage.
+
+Every Spack here is the offline kit's (TOPOFOAM_SPACK_KIT); each test works in an environment
+copy and a stage folder of its own, so the clone's spack.lock and the real stage stay as they
+are. The install to the end, and the checks on it, are tests/system/test_spack_org12.py.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, REPO, bench_cli
+from localsite import flavours, sources
+from localsite import spack as offline_spack
+
+needs_spack = pytest.mark.skipif(
+    offline_spack.missing() is not None, reason=str(offline_spack.missing())
+)
+SITE_FILE = REPO / "site-configs" / "local.spack.yaml"
+
+
+def org12_archive() -> Path:
+    try:
+        return sources.find(flavours.ORG12.archive, download=False)
+    except sources.SourceError as e:
+        pytest.skip(str(e))
+
+
+def environment_copy(dest: Path, spack_dir: Path = REPO / "spack") -> Path:
+    """spack.yaml copied, what it refers to linked (spack/ from ``spack_dir``)."""
+    dest.mkdir(parents=True)
+    shutil.copy2(REPO / "spack.yaml", dest / "spack.yaml")
+    (dest / "spack").symlink_to(spack_dir)
+    for name in ("site-configs", "patches"):
+        (dest / name).symlink_to(REPO / name)
+    return dest
+
+
+def stage_scope(tmp_path: Path, own_caches: bool = False) -> Path:
+    """A config scope giving this test a stage folder of its own, and with ``own_caches``
+    caches of its own: Spack keeps its index of a repository's patches by the repository's
+    name, so an altered copy of the overlay would leave its patches there for the next run
+    with the real one."""
+    scope = tmp_path / "scope"
+    scope.mkdir()
+    config = f"config:\n  build_stage:\n  - {tmp_path / 'stage'}\n"
+    if own_caches:
+        config += f"  misc_cache: {tmp_path / 'misc-cache'}\n"
+    (scope / "config.yaml").write_text(config)
+    return scope
+
+
+def said(done: subprocess.CompletedProcess) -> list[str]:
+    """What ./bench itself said (Spack's own lines aside)."""
+    return [line for line in done.stderr.splitlines() if line.startswith("bench: ")]
+
+
+def bench_spack(*args: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "TOPOFOAM_SITE"}
+    return bench_cli("spack", *args, env=dict(environ, **env), timeout=timeout)
+
+
+# -- before Spack runs ---------------------------------------------------------------------
+
+
+def test_the_local_sites_externals_are_this_machines():
+    """Every external of the local site is the version Debian installed here."""
+    assert offline_spack.external_mismatches(SITE_FILE) == []
+
+
+def test_an_external_of_another_version_or_not_installed_is_named(tmp_path, monkeypatch):
+    text = SITE_FILE.read_text()
+    site = tmp_path / "local.spack.yaml"
+    site.write_text(text.replace("openmpi@4.1.4", "openmpi@4.1.9"))
+    # hwloc's Debian package as if it were not installed (a name no machine has)
+    monkeypatch.setitem(offline_spack.DEBIAN_PACKAGES, "hwloc", "topofoam-no-such-package")
+    found = offline_spack.external_mismatches(site)
+    assert found == [
+        f"{site}: external openmpi@4.1.9, but Debian's libopenmpi-dev here is 4.1.4 -- state "
+        f"@4.1.4 there",
+        f"{site}: external hwloc@2.9.0 is not on this machine (Debian's "
+        f"topofoam-no-such-package is not installed) -- run ./bench setup",
+    ]
+
+
+@needs_spack
+def test_install_without_the_archive_stops_before_spack_in_one_line(tmp_path):
+    empty = tmp_path / "sources"
+    empty.mkdir()
+    done = bench_spack(
+        "-e", ".", "install", TOPOFOAM_SITE="local", TOPOFOAM_SOURCES=str(empty), timeout=300
+    )
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert said(done) == [
+        f"bench: spack: OpenFOAM-12.tar.gz is not in TOPOFOAM_SOURCES={empty} (nor "
+        f"openfoam-org/openfoam-org-12.tar.gz there) -- put the archive there, or unset "
+        f"TOPOFOAM_SOURCES to download it from {flavours.ORG12.archive.url}"
+    ]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert not (REPO / "spack.lock").exists() or "Installing" not in done.stdout
+
+
+# -- when Spack stops ----------------------------------------------------------------------
+
+
+@needs_spack
+def test_a_checksum_mismatch_is_one_line_naming_the_archive_and_the_fix(tmp_path):
+    archive = org12_archive()
+    if sources.checksum(archive) == flavours.ORG12.archive.sha256:
+        pytest.skip(f"{archive} is the release's own archive: its checksum matches")
+    env = environment_copy(tmp_path / "env")
+    done = bench_spack(
+        "-C", str(stage_scope(tmp_path)), "-e", str(env), "patch", "openfoam-org@12",
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert len(said(done)) == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    (line,) = said(done)
+    assert re.fullmatch(
+        r"bench: spack: \S+/version-12\.tar\.gz: its sha256 is not the one Spack's package "
+        r"pins -- an archive repacked from git \(as the offline kit's are\) needs 'install "
+        r"--no-checksum'; any other: fetch it again",
+        line,
+    ), line
+
+
+@needs_spack
+def test_a_series_that_does_not_apply_is_one_line_naming_the_patch(tmp_path):
+    org12_archive()
+    # The overlay, its org-12 series a copy in which a patch expects a line the release lacks.
+    spack_dir = tmp_path / "spack"
+    shutil.copytree(
+        REPO / "spack", spack_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tmp_path / "patches").symlink_to(REPO / "patches")  # for the copy's relative links
+    series = tmp_path / "org-12"
+    shutil.copytree(REPO / "patches" / "org-12", series)
+    # its first patch's first hunk finds none of its context lines in the release
+    broken = sorted(series.glob("*.patch"))[0]
+    head, hunk, rest = re.split(r"(?m)^(@@ .*\n(?:[ +-].*\n)*)", broken.read_text(), maxsplit=1)
+    hunk = re.sub(r"(?m)^ .*$", " not a line of OpenFOAM-12", hunk)
+    broken.write_text(head + hunk + rest)
+    link = spack_dir / "repos/spack_repo/topofoam/packages/openfoam_org/org-12"
+    link.unlink()
+    link.symlink_to(series)
+    env = environment_copy(tmp_path / "env", spack_dir)
+    done = bench_spack(
+        "-C", str(stage_scope(tmp_path, own_caches=True)), "-e", str(env), "patch", "--no-checksum",
+        "openfoam-org@12", timeout=600,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert len(said(done)) == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    (line,) = said(done)
+    assert line == (
+        f"bench: spack: {env / link.relative_to(tmp_path) / broken.name} does not apply to the staged release -- rewrite "
+        f"it against that release (patches/), then rerun: Spack restages the source"
+    ), done.stdout[-3000:]
+
+
+@needs_spack
+def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
+    """The install is stopped (SIGTERM, as a job's end or a closed session sends) once it
+    compiles; it says how to go on, and the rerun builds on in the same tree: nothing staged
+    or patched again, the objects compiled before kept, not compiled again."""
+    org12_archive()
+    env = environment_copy(tmp_path / "env")
+    args = ["-C", str(stage_scope(tmp_path)), "-e", str(env), "install", "--no-checksum"]
+    before: dict[Path, float] = {}
+    for attempt in range(2):
+        log = tmp_path / f"install-{attempt}.log"
+        with open(log, "w") as out:
+            run = subprocess.Popen(
+                [PYTHON, "-m", "localsite.cli", "spack", *args],
+                cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                env=dict(os.environ, TOPOFOAM_SITE="local"),
+            )  # fmt: skip
+            _wait_for_objects(tmp_path / "stage", more_than=len(before))
+            run.send_signal(signal.SIGTERM)
+            assert run.wait(timeout=120) != 0
+        text = log.read_text()
+        assert text.rstrip().endswith(
+            "bench: spack: stopped before the end -- rerun the same command: the build "
+            "continues in Spack's kept stage"
+        ), text[-2000:]
+        assert "Traceback" not in text
+        # Nothing of the build is left running.
+        left = subprocess.run(["pgrep", "-f", str(tmp_path / "stage")], capture_output=True)
+        assert left.returncode == 1, left.stdout
+        if attempt == 1:
+            assert "Applied patch" not in text and "Already patched openfoam-org" in text
+            after = _objects(tmp_path / "stage")
+            assert {p: after.get(p) for p in before} == before  # kept, not compiled again
+            assert len(after) > len(before)
+        before = _objects(tmp_path / "stage")
+
+
+def _objects(stage: Path) -> dict[Path, float]:
+    """The staged build's object files and their times."""
+    return {
+        p: p.stat().st_mtime
+        for p in stage.glob("spack-stage-openfoam-org-*/OpenFOAM-12/platforms/*/src/**/*.o")
+    }
+
+
+def _wait_for_objects(stage: Path, more_than: int, timeout: float = 900) -> None:
+    """Until the staged build has more than ``more_than`` object files."""
+    deadline = time.monotonic() + timeout
+    while len(_objects(stage)) <= more_than:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no more than {more_than} objects in {stage} after {timeout} s")
+        time.sleep(5)
