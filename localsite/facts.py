@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from localsite import flavours, sources
+from localsite import spack as offline_spack
 from topofoam import paths
 
 #: Bump when the file's layout changes: local.py refuses a file of another version.
@@ -52,6 +53,8 @@ def gather() -> dict:
         "openfoam_dir": str(openfoam.PROJECT_DIR),
         "tutorials": str(openfoam.EXAMPLES),
         "flavours": {name: _flavour(name) for name in flavours.FLAVOURS},
+        # The same OpenFOAMs as the local Spack site installed them (installed or why not).
+        "spack": offline_spack.installs(),
     }
 
 

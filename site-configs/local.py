@@ -42,6 +42,7 @@ import sitekit.common
 from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
 from localsite.facts import FactsError, load
 from localsite.slurm import LocalSlurm
+from sitekit.cluster import spack_environment
 from topofoam import paths, settings
 
 # What ./bench found out about this machine (processor, cores, NUMA nodes, build folders).
@@ -311,7 +312,38 @@ def _built_environments(name: str) -> list[dict]:
     ]
 
 
-_built = [env for name in _BUILT_FLAVOURS for env in _built_environments(name)]
+def _spack_environments(name: str) -> list[dict]:
+    """A flavour as this machine's Spack site installed it (``TOPOFOAM_SITE=local ./bench
+    spack -e . install``), loaded in each job with ``spack load``, as on a cluster site: the
+    same pair as a built flavour's, named <stem>-spack and <stem>-spack-patched. Present once
+    installed."""
+    installed = _facts.get("spack", {}).get(name, {})
+    if not installed.get("installed"):
+        return []
+    spec = _BUILT_FLAVOURS[name]
+    extras = {"openfoam_version": spec["version"], "openfoam_flavour": spec["flavour"]}
+    envs = []
+    for suffix, features in (
+        ("", spec["features"]),
+        ("-patched", spec["features"] + spec["patched"]),
+    ):
+        env = spack_environment(
+            f"{spec['stem']}-spack{suffix}",
+            installed["spec"],
+            site="local",
+            setup=installed["setup"],
+            features=features + ["spack-build"],
+            extras=extras,
+        )
+        # The offline Spack's own settings (its Python with clingo, no user configuration).
+        env["env_vars"] = sorted([k, v] for k, v in installed["env"].items())
+        envs.append(env)
+    return envs
+
+
+_built = [
+    env for name in _BUILT_FLAVOURS for env in _built_environments(name) + _spack_environments(name)
+]
 for _part in _partitions:
     _part["environs"] += [e["name"] for e in _built]
 
