@@ -171,9 +171,12 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
             self.executable_opts = ["-m", "localsite.flavours", extras["build_flavour"]]
         elif extras.get("spack_spec"):
             # The project's Spack environment: spack.yaml and the overlay repository with
-            # patches/ (a no-op once installed).
+            # patches/ (a no-op once installed). A build stopped half-way (a killed login
+            # session) continues in its kept stage instead of starting over, Spack's default.
             self.executable = "spack"
-            self.executable_opts = ["-e", str(REPO), "install", extras["spack_spec"]]
+            self.executable_opts = [
+                "-e", str(REPO), "install", "--dont-restage", extras["spack_spec"],
+            ]  # fmt: skip
 
     @sanity_function
     def assert_built(self):

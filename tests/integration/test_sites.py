@@ -403,7 +403,7 @@ def test_the_build_fixture_installs_the_sites_openfoam_with_spack(site, spec, tm
     for script in scripts:
         text = script.read_text()
         assert "#SBATCH" not in text  # the login node, not a batch job
-        assert text.splitlines()[-1] == f"spack -e {REPO} install {spec}"
+        assert text.splitlines()[-1] == f"spack -e {REPO} install --dont-restage {spec}"
         assert f"spack env activate -d {REPO}" in text
         # the same site's selection as concretized (spack.yaml reads site-configs/<site>.spack.yaml)
         assert text.index(f"export TOPOFOAM_SITE={site}") < text.index("spack env activate")
