@@ -378,44 +378,34 @@ def wanted_sources_missing(site: str | None, absent: dict[str, str]) -> list[str
     return [why for spec, why in absent.items() if any(w.startswith(spec) for w in wanted)]
 
 
-#: How an install stops, as Spack 1.1 says it, and what to do (a rerun continues: Spack keeps
-#: a failed stage and its patched tree, and wmake compiles only what is missing).
+#: How an install stops, as Spack 1.1 says it, and what to do ({0}, {1}: the pattern's
+#: groups; a rerun continues: Spack keeps a failed stage and its patched tree, and wmake
+#: compiles only what is missing).
 _STOPS = (
     (
-        re.compile(r"(\w+) checksum failed for (\S+)"),
-        lambda m, mirror: (
-            f"{m.group(2)}: its {m.group(1)} is not the one Spack's package pins -- an archive "
-            f"repacked from git (as the offline kit's are) needs 'install --no-checksum'; "
-            f"any other: fetch it again"
-        ),
+        r"(\w+) checksum failed for (\S+)",
+        "{1}: its {0} is not the one Spack's package pins -- an archive repacked from git (as "
+        "the offline kit's are) needs 'install --no-checksum'; any other: fetch it again",
     ),
     (
-        re.compile(r"All fetchers failed for (\S+)"),
-        lambda m, mirror: (
-            f"no source for {m.group(1)}, neither in the mirror {mirror} nor online -- put its "
-            f"archive in TOPOFOAM_SOURCES (the offline kit's sources/) and rerun"
-        ),
+        r"All fetchers failed for (?:spack-stage-)?(\S+?)(?:-[a-z0-9]{32})?$",
+        "no source for {0}, neither in the mirror {mirror} nor online -- put its archive there "
+        "(an OpenFOAM's: in TOPOFOAM_SOURCES, the offline kit's sources/) and rerun",
     ),
     (
-        re.compile(r"Patch (\S+) failed\."),
-        lambda m, mirror: (
-            f"{m.group(1)} does not apply to the staged release -- rewrite it against that "
-            f"release (patches/), then rerun: Spack restages the source"
-        ),
+        r"Patch (\S+) failed\.",
+        "{0} does not apply to the staged release -- rewrite it against that release "
+        "(patches/), then rerun: Spack restages the source",
     ),
     (
-        re.compile(r"Couldn't find patch for package (\S+) with sha256"),
-        lambda m, mirror: (
-            f"a patch of {m.group(1)} changed after Spack indexed the repository -- run "
-            f"'spack clean -m' (Spack's caches) and 'spack -e . concretize -f', then rerun"
-        ),
+        r"Couldn't find patch for package (\S+) with sha256",
+        "a patch of {0} changed after Spack indexed the repository -- run 'spack clean -m' "
+        "(Spack's caches) and 'spack -e . concretize -f', then rerun",
     ),
     (
-        re.compile(r"See build log for details:\s+(\S+)"),
-        lambda m, mirror: (
-            f"the build failed: see {m.group(1)} -- fix the cause and rerun the same "
-            f"command: it continues in the kept stage"
-        ),
+        r"See build log for details:\s+(\S+)",
+        "the build failed: see {0} -- fix the cause and rerun the same command: it continues "
+        "in the kept stage",
     ),
 )
 
@@ -424,9 +414,9 @@ def why_it_stopped(output: str, mirror_dir: Path) -> str | None:
     """One line saying why a Spack command stopped, and the fix; None when Spack's own
     words do not say."""
     for pattern, explain in _STOPS:
-        found = pattern.search(output)
+        found = re.search(pattern, output, re.M)
         if found:
-            return explain(found, mirror_dir)
+            return explain.format(*found.groups(), mirror=mirror_dir)
     return None
 
 

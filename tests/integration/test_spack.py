@@ -142,8 +142,7 @@ def test_packages_state_the_suite_they_build(package):
     stated = re.search(r'^SUITE_SHA256 = "([0-9a-f]{64})"$', source, re.M)
     assert stated, f"{package}/package.py states no SUITE_SHA256"
     assert stated.group(1) == libclosure.digest(SUITE), (
-        f"suite/ changed: set SUITE_SHA256 in {package}/package.py to "
-        f"{libclosure.digest(SUITE)}"
+        f"suite/ changed: set SUITE_SHA256 in {package}/package.py to {libclosure.digest(SUITE)}"
     )
 
 

@@ -1,0 +1,32 @@
+"""Why a Spack command stopped, in one line (localsite/spack.py: why_it_stopped), read from
+what Spack 1.1.1 printed here. The checksum, the patch and the stop are proven end to end in
+tests/integration/test_spack_install.py; a fetch that finds nothing cannot be reached that
+way (./bench refuses a missing archive before Spack runs), so its words are kept here."""
+
+from pathlib import Path
+
+from localsite.spack import why_it_stopped
+
+MIRROR = Path("/cache/spack/site-mirror/mirror")
+
+# Spack 1.1.1, `install` of the local site before the compiler wrapper's archive was in the
+# mirror (2026-11-26); the URLs shortened.
+FETCH_FAILED = """\
+==> Installing compiler-wrapper-1.1.0-ggm6hhbbhwyrzsbdm44g5kac3nh7se27 [3/14]
+==> Error: FetchError: All fetchers failed for spack-stage-compiler-wrapper-1.1.0-ggm6hhbbhwyrzsbdm44g5kac3nh7se27
+        file:///cache/spack/site-mirror/mirror/_source-cache/archive/a0/a07b.tar.gz: URLError: <urlopen error [Errno 2] No such file or directory>
+    https://github.com/spack/compiler-wrapper/releases/download/v1.1.0/compiler-wrapper-1.1.0.tar.gz: DetailedURLError: [Errno -2] Name or service not known
+==> Error: Installation request failed.  Refer to reported errors for failing package(s).
+"""  # noqa: E501
+
+
+def test_a_fetch_that_finds_nothing_names_the_package_and_the_mirror():
+    assert why_it_stopped(FETCH_FAILED, MIRROR) == (
+        f"no source for compiler-wrapper-1.1.0, neither in the mirror {MIRROR} nor online -- "
+        f"put its archive there (an OpenFOAM's: in TOPOFOAM_SOURCES, the offline kit's "
+        f"sources/) and rerun"
+    )
+
+
+def test_output_that_names_no_known_stop_gives_none():
+    assert why_it_stopped("==> Error: something Spack has not said before\n", MIRROR) is None
