@@ -61,6 +61,12 @@ def test_closure_holds_what_is_linked_and_loaded_and_leaves_the_rest(name, tmp_p
         assert lib in closure, lib
     # Closed: whatever a chosen library links is chosen too.
     every = libclosure.library_folders(tree)
+    # and whatever an application's folder builds links, its subfolders' libraries included
+    # (a solver module's Allwmake builds its fvModels: VoFCavitation on OpenFOAM-12).
+    for app in flavour.applications:
+        for options in (tree / app).glob("**/Make/options"):
+            for dep in libclosure.linked(options.parent.parent, "EXE_LIBS", "LIB_LIBS"):
+                assert dep in closure or dep not in every, f"{options} links {dep}"
     for folders in closure.values():
         for folder in folders:
             for dep in libclosure.linked(tree / folder, "LIB_LIBS"):

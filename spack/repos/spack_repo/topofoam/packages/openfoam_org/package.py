@@ -14,7 +14,7 @@ from spack.package import *
 
 #: The suite this package builds (openfoam/package.py: SUITE_SHA256, stated here too, for
 #: Spack hashes this file and not the one it imports from).
-SUITE_SHA256 = "da2bf84006c29265552d440c8bc539eaaeca48ca810f643eb239201e7b753821"
+SUITE_SHA256 = "9a684c9bec267bd5bc935b2686c47e985c6a0d3351bf4bbef7fa849866570f65"
 
 #: The builtin package's folder: its assets/ (bin/foamEtcFile) are there, not beside us.
 BUILTIN_DIR = os.path.dirname(builtin_openfoam_org.__file__)

@@ -81,8 +81,11 @@ def needed(
     folders = folders if folders is not None else library_folders(tree)
     todo = list(required)
     for app in applications:
-        # A solver module (OpenFOAM-12's applications/modules) is a library: LIB_LIBS.
-        todo += linked(tree / app, "EXE_LIBS", "LIB_LIBS")
+        # A solver module (OpenFOAM-12's applications/modules) is a library: LIB_LIBS. Its
+        # Allwmake builds the libraries in its subfolders too (incompressibleVoF's
+        # fvModels/VoFCavitation links incompressibleCavitationModels).
+        for options in sorted((tree / app).glob("**/Make/options")):
+            todo += linked(options.parent.parent, "EXE_LIBS", "LIB_LIBS")
     closure: dict[str, list[str]] = {}
     while todo:
         name = todo.pop()
