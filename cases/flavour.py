@@ -8,7 +8,7 @@ is rewritten (``adapt``):
 - ``constant/turbulenceProperties`` becomes ``constant/momentumTransport`` (``model`` for
   ``RASModel``);
 - fieldMinMax function objects become volFieldValue min and max (OpenFOAM-12 has none);
-- fixed work's linear-solver tolerance 0 becomes 1e-300 (see ``_tolerances``);
+- fixed work's linear-solver tolerance 0 becomes 1e-30 (see ``_tolerances``);
 - the incompressible steady and transient solvers are solver modules run by ``foamRun``:
   simpleFoam becomes ``incompressibleFluid`` (``application foamRun; solver
   incompressibleFluid;`` in controlDict); OpenFOAM-12 keeps icoFoam and laplacianFoam as legacy
@@ -32,7 +32,7 @@ from cases.errors import CaseError
 
 ESI, ORG = "esi", "org"
 # Bumped when ``adapt`` changes what it writes: part of the prepared-case cache key.
-ADAPT_VERSION = 9
+ADAPT_VERSION = 10
 # Solvers that OpenFOAM-12 runs as a module of foamRun.
 MODULES = {"simpleFoam": "incompressibleFluid", "interFoam": "incompressibleVoF"}
 # Solvers OpenFOAM-12 still has as applications (applications/legacy).
@@ -220,14 +220,20 @@ def _min_max_functions(control: FoamFile) -> None:
                 }
 
 
+#: Fixed work's tolerance on OpenFOAM-12: far below double precision (1e-16), so the solution
+#: is what tolerance 0 gives, and far above the residuals at which PCG's products underflow.
+FIXED_WORK_TOLERANCE = 1e-30
+
+
 def _tolerances(solution: FoamFile) -> None:
-    """Fixed work's tolerance 0 becomes the smallest positive one: OpenFOAM-12's PCG divides
-    by the previous residual, which is exactly 0 once a small system (GAMG's coarsest level)
-    is solved, and stops with a floating-point exception. minIter = maxIter still fix the
-    iterations."""
+    """Fixed work's tolerance 0 becomes FIXED_WORK_TOLERANCE. GAMG's coarsest level is solved
+    by PCG with GAMG's tolerance and no minIter; OpenFOAM-12's PCG divides by the previous
+    residual product, and with a tolerance of 0 (or 1e-300) it iterates a small system until
+    that product is 0 and stops with a floating-point exception (cavity3D at step 95 of 100
+    on two ranks). minIter = maxIter still fix the iterations of the solves themselves."""
     for name, spec in (solution.as_dict().get("solvers") or {}).items():
         if isinstance(spec, dict) and spec.get("tolerance") == 0:
-            solution["solvers", name, "tolerance"] = 1e-300
+            solution["solvers", name, "tolerance"] = FIXED_WORK_TOLERANCE
 
 
 def _value(entry) -> str:
