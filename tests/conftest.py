@@ -94,8 +94,12 @@ BUILT = {
 }
 
 
-#: The test files that asked for each flavour's build (built_env), for the run's summary.
-ASKED: dict[str, set[str]] = {name: set() for name in BUILT}
+#: The same flavours as the local Spack site installs them (spack_env).
+SPACK_BUILT = {"org12-spack": "OpenFOAM-12 (Spack)", "v2512-spack": "ESI v2512 (Spack)"}
+
+#: The test files that asked for each flavour's build (built_env, spack_env), for the run's
+#: summary.
+ASKED: dict[str, set[str]] = {name: set() for name in (*BUILT, *SPACK_BUILT)}
 
 
 def built_env(name: str) -> dict:
@@ -117,6 +121,20 @@ def built_env(name: str) -> dict:
     return dict(
         flavours.run_env(flavour), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"
     )
+
+
+def spack_env(name: str) -> dict:
+    """What ``./bench run --openfoam <name>-spack`` needs: the local Spack site's install of
+    flavour ``name`` (localsite/spack.py: installs); skips the test, saying why, without it."""
+    from localsite import spack as offline_spack
+
+    current = os.environ.get("PYTEST_CURRENT_TEST", "")
+    if current:
+        ASKED[f"{name}-spack"].add(current.split("::")[0])
+    installed = offline_spack.installs()[name]
+    if not installed["installed"]:
+        pytest.skip(installed["why_not"])
+    return installed
 
 
 def _flavour_of(nodeid: str) -> str:
@@ -141,6 +159,11 @@ def _built_here(name: str) -> str:
                 if ok
                 else "patched libraries not built"
             )
+        if name in SPACK_BUILT:
+            from localsite import spack as offline_spack
+
+            installed = offline_spack.installs()[name.removesuffix("-spack")]
+            return "installed" if installed["installed"] else installed["why_not"]
         from localsite import flavours
 
         if flavours.is_built(flavours.get(name)):
@@ -153,7 +176,10 @@ def _built_here(name: str) -> str:
 def pytest_terminal_summary(terminalreporter):
     """One line per flavour: built at the current key or not, its tests run and skipped, and
     why they were skipped (issue 33: a green run that skipped a flavour must say so)."""
-    counts = {n: {"passed": 0, "failed": 0, "skipped": 0, "why": set()} for n in ("v1912", *BUILT)}
+    counts = {
+        n: {"passed": 0, "failed": 0, "skipped": 0, "why": set()}
+        for n in ("v1912", *BUILT, *SPACK_BUILT)
+    }
     for outcome in ("passed", "failed", "error", "skipped"):
         for report in terminalreporter.stats.get(outcome, []):
             nodeid = getattr(report, "nodeid", "")
@@ -163,7 +189,12 @@ def pytest_terminal_summary(terminalreporter):
             c["failed" if outcome == "error" else outcome] += 1
             if outcome == "skipped" and isinstance(report.longrepr, tuple):
                 c["why"].add(str(report.longrepr[2]).removeprefix("Skipped: "))
-    titles = {"v1912": "ESI v1912 (Debian's)", "org12": "OpenFOAM-12", "v2512": "ESI v2512"}
+    titles = {
+        "v1912": "ESI v1912 (Debian's)",
+        "org12": "OpenFOAM-12",
+        "v2512": "ESI v2512",
+        **SPACK_BUILT,
+    }
     terminalreporter.section("flavours")
     for name, c in counts.items():
         ran = c["passed"] + c["failed"]

@@ -35,5 +35,11 @@ def test_each_flavour_says_whether_it_is_built_and_what_ran():
                 r"not built at the current key .*; 0 test\(s\) run .* 1 skipped: ", line
             )
             assert f"no cached {'OpenFOAM-12' if name == 'org12' else 'v2512'} build" in line
+    # The same flavours as the local Spack site installs them: installed, or why not.
+    for title in ("OpenFOAM-12 (Spack)", "ESI v2512 (Spack)"):
+        (line,) = [x for x in section.splitlines() if x.startswith(f"{title}: ")]
+        state, _, counts = line.removeprefix(f"{title}: ").partition("; ")
+        assert state == "installed" or " -- " in state, line
+        assert counts == "0 test(s) run (0 failed), 0 skipped", line
     (default,) = [x for x in section.splitlines() if x.startswith("ESI v1912 (Debian's): ")]
     assert "0 test(s) run" in default  # both tests were the built flavours'
