@@ -29,7 +29,12 @@ from reframe.core.builtins import (
 )
 
 import reframe as rfm
-from topofoam.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild, PreparedCavityRanks
+from topofoam.fixtures import (
+    CountsMpiCalls,
+    EsiNodeCommsVariant,
+    PatchedOpenFOAMBuild,
+    PreparedCavityRanks,
+)
 from topofoam.placed import PlacedRun
 from topofoam.sweepspace import ESI_NODECOMMS
 
@@ -37,7 +42,7 @@ RANKS_PER_NODE = 2
 
 
 @rfm.simple_test
-class MultiNodeRun(CountsMpiCalls, PlacedRun):
+class MultiNodeRun(CountsMpiCalls, EsiNodeCommsVariant, PlacedRun):
     """One placement variant and launcher on 1, 2 or 4 nodes."""
 
     variant = parameter(["standard", "global", "local+global", "esi-nodecomms"])
@@ -55,12 +60,6 @@ class MultiNodeRun(CountsMpiCalls, PlacedRun):
     counted = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast"]
     tags = {"multinode"}
     stage = "multinode"
-
-    @run_after("init")
-    def need_esi_nodecomms(self):
-        # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
-        if self.variant == "esi-nodecomms":
-            self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
 
     @run_after("setup")
     def set_layout(self):

@@ -21,11 +21,11 @@ partition is decided in one place, topofoam/sweepspace.py (the ``stage`` of each
 The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
 """
 
-from reframe.core.builtins import fixture, parameter, run_after
+from reframe.core.builtins import fixture, parameter
 
 import reframe as rfm
 from topofoam import presets, sweep
-from topofoam.fixtures import CountsMpiCalls
+from topofoam.fixtures import CountsMpiCalls, EsiNodeCommsVariant
 from topofoam.sweep import PreparedLayout, ReferenceRun, StageRun, layout_name
 
 
@@ -75,7 +75,7 @@ class CostReference(ReferenceRun):
 
 
 @rfm.simple_test
-class VariantRun(CountsMpiCalls, StageRun):
+class VariantRun(CountsMpiCalls, EsiNodeCommsVariant, StageRun):
     """Seed 000's variants x placement, at every node count of the partition, with the MPI
     calls of the reduction paths counted: MPI_Allreduce (OpenFOAM's own), and MPI_Reduce and
     MPI_Bcast (ESI's two-level path: reduce on the node, all-reduce between the nodes' leaders,
@@ -87,12 +87,6 @@ class VariantRun(CountsMpiCalls, StageRun):
     counted = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast"]
     tags = {"sweep", "variants"}
     stage = "variants"
-
-    @run_after("init")
-    def need_esi_nodecomms(self):
-        # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
-        if self.variant == "esi-nodecomms":
-            self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
 
 
 @rfm.simple_test

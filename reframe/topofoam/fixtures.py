@@ -253,6 +253,17 @@ class MpiCountBuild(MpiBuild):
         return os.path.join(self.stagedir, self.executable)
 
 
+class EsiNodeCommsVariant(rfm.RegressionTestPlugin):
+    """A check whose ``variant`` parameter offers ESI's node-aware collectives
+    (``esi-nodecomms``): that variant runs only on environments that have them."""
+
+    @run_after("init")
+    def need_esi_nodecomms(self):
+        # ESI's node-aware collectives exist from v2506 on (OCI's v2512).
+        if self.variant == "esi-nodecomms":
+            self.valid_prog_environs = ["+reduction-schedule +esi-nodecomms"]
+
+
 class CountsMpiCalls(rfm.RegressionTestPlugin):
     """Runs the solver under the PMPI interposer; the calls of the kinds in ``counted``,
     summed over the ranks, become performance variables (``allreduce``, ``reduce``, ...)."""
