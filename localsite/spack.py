@@ -372,7 +372,7 @@ def wanted_sources_missing(site: str | None, absent: dict[str, str]) -> list[str
     wanted = [
         str(spec)
         for definition in config.get("definitions", [])
-        if "openfoams" in definition and (site is not None or "when" not in definition)
+        if "openfoams" in definition  # spack.yaml's holds all three, for no site
         for spec in definition["openfoams"]
     ]
     return [why for spec, why in absent.items() if any(w.startswith(spec) for w in wanted)]

@@ -5,7 +5,11 @@ way (./bench refuses a missing archive before Spack runs), so its words are kept
 
 from pathlib import Path
 
-from localsite.spack import why_it_stopped
+import pytest
+
+from localsite.spack import V1912_PINNED, wanted_sources_missing, why_it_stopped
+
+SPECS = ("openfoam-org@12", "openfoam@2512", f"openfoam@{V1912_PINNED}")
 
 MIRROR = Path("/cache/spack/site-mirror/mirror")
 
@@ -30,3 +34,15 @@ def test_a_fetch_that_finds_nothing_names_the_package_and_the_mirror():
 
 def test_output_that_names_no_known_stop_gives_none():
     assert why_it_stopped("==> Error: something Spack has not said before\n", MIRROR) is None
+
+
+@pytest.mark.parametrize(
+    "site,wanted",
+    [(None, {"openfoam-org@12", "openfoam@2512", "openfoam@1912_220610"}),
+     ("local", {"openfoam-org@12"}), ("vsc5", {"openfoam-org@12"}), ("oci", {"openfoam@2512"})],
+)  # fmt: skip
+def test_an_install_asks_only_for_the_sources_of_what_its_environment_holds(site, wanted):
+    """A missing archive stops an install before Spack runs only when the environment (the
+    site's file, or spack.yaml's three OpenFOAMs without a site) would build it."""
+    absent = {spec: f"no {spec}" for spec in SPECS}
+    assert set(wanted_sources_missing(site, absent)) == {f"no {spec}" for spec in wanted}
