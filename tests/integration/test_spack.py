@@ -111,11 +111,13 @@ def spack():
     return offline_spack.ensure()
 
 
-def environment_copy(dest: Path) -> Path:
-    """spack.yaml copied, what it refers to linked: an environment Spack may write into."""
+def environment_copy(dest: Path, spack_dir: Path = REPO / "spack") -> Path:
+    """spack.yaml copied, what it refers to linked: an environment Spack may write into
+    (spack/ from ``spack_dir``: an altered copy of the overlay, if given)."""
     dest.mkdir(parents=True)
     shutil.copy2(REPO / "spack.yaml", dest / "spack.yaml")
-    for name in ("spack", "site-configs", "patches"):
+    (dest / "spack").symlink_to(spack_dir)
+    for name in ("site-configs", "patches"):
         (dest / name).symlink_to(REPO / name)
     return dest
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_spack import environment_copy
 
 from conftest import PYTHON, REPO, bench_cli
 from localsite import flavours, sources
@@ -33,16 +34,6 @@ def org12_archive() -> Path:
         return sources.find(flavours.ORG12.archive, download=False)
     except sources.SourceError as e:
         pytest.skip(str(e))
-
-
-def environment_copy(dest: Path, spack_dir: Path = REPO / "spack") -> Path:
-    """spack.yaml copied, what it refers to linked (spack/ from ``spack_dir``)."""
-    dest.mkdir(parents=True)
-    shutil.copy2(REPO / "spack.yaml", dest / "spack.yaml")
-    (dest / "spack").symlink_to(spack_dir)
-    for name in ("site-configs", "patches"):
-        (dest / name).symlink_to(REPO / name)
-    return dest
 
 
 def stage_scope(tmp_path: Path, own_caches: bool = False) -> Path:
