@@ -3,6 +3,7 @@
 import os
 
 import spack_repo.builtin.packages.openfoam_org.package as builtin_openfoam_org
+from spack_repo.builtin.packages.openfoam.package import rewrite_environ_files
 from spack_repo.builtin.packages.openfoam_org.package import OpenfoamOrg as BuiltinOpenfoamOrg
 from spack_repo.topofoam.packages.openfoam.package import (
     SUITE_DESCRIPTION,
@@ -37,5 +38,20 @@ class OpenfoamOrg(BuiltinOpenfoamOrg):
         super().patch()
         for asset in BuiltinOpenfoamOrg.assets:
             install(join_path(BUILTIN_DIR, "assets", asset), join_path(self.stage.source_path, asset))
+        if self.spec.satisfies("@10: +scotch"):
+            # The builtin sets SCOTCH_TYPE=none to keep ThirdParty out; from OpenFOAM 10 on
+            # that value also skips src/parallel/decompose/scotch, so +scotch built no
+            # libscotchDecomp. "system" builds it against SCOTCH_ARCH_PATH (configure()).
+            rewrite_environ_files(
+                {"SCOTCH_TYPE": "system"},
+                posix=join_path("etc", "bashrc"),
+                cshell=join_path("etc", "cshrc"),
+            )
         if self.spec.satisfies("@12 +suite"):
             write_suite_build(self.stage.source_path, "org-12", SUITE_SHA256)
+
+    def install(self, spec, prefix):
+        # With +source the builtin copies doc/ whether or not the archive has one; an archive
+        # repacked without it (the offline kit's) failed there after the whole build.
+        mkdirp(join_path(self.stage.source_path, "doc"))
+        super().install(spec, prefix)
