@@ -13,13 +13,14 @@ from topofoam import paths
 BENCH = str(paths.REPO / "bench")
 
 
-def bench_run(results: Path, partition: str, tag: str, **settings: str):
-    """(the finished process, its seconds): ``./bench run --partition P --tag T`` with
-    TOPOFOAM_RESULTS=results and the given variables (TOPOFOAM_FABRIC="vsc5x100", ...)."""
+def bench_run(results: Path, partition: str, tag: str, *reframe_args: str, **settings: str):
+    """(the finished process, its seconds): ``./bench run --partition P --tag T [-- ARGS]``
+    with TOPOFOAM_RESULTS=results and the given variables (TOPOFOAM_FABRIC="vsc5x100", ...)."""
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), **settings)
     began = time.monotonic()
     done = subprocess.run(
-        [BENCH, "run", "--partition", partition, "--tag", tag],
+        [BENCH, "run", "--partition", partition, "--tag", tag]
+        + (["--", *reframe_args] if reframe_args else []),
         env=env,
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-"""python -m rankmap {map,schedule,analyze}: placements, schedules and their analysis.
+"""python -m rankmap {map,schedule,analyze,graph}: placements, schedules and their analysis.
 
   map       CASE --topology T --nodes N [--hosts ...|from Slurm] --out DIR
             rankfile (Open MPI 4 and 5), slurm.hostfile + slurm.cpu_bind, reductionSchedule
@@ -6,6 +6,9 @@
             "global only" variant), analysis.json
   schedule  CASE --topology T --nodes N --placement block|cyclic|rankmap --out FILE
   analyze   CASE --topology T --nodes N [--placement a,b,...] [--json FILE]
+  graph     CASE --out FILE
+            the communication graph as an edge list (rank,neighbour,faces), which CASE
+            may also be (a file ending in .csv)
 
 CASE is a decomposed OpenFOAM case (processor* folders, or for large meshes a cell distribution
 from 'decomposePar -dry-run -cellDist' beside the mesh) or 'grid:NXxNYxNZ' (a structured block
@@ -47,6 +50,8 @@ def load_graph(spec: str) -> graph.CommGraph:
             )
         return graph.grid(*dims)
     path = Path(spec)
+    if path.suffix == ".csv" and path.is_file():
+        return graph.read_edges(path)
     if not path.is_dir():
         raise InputError(
             f"case directory {path} does not exist -- give a decomposed case or grid:NXxNYxNZ"
@@ -178,6 +183,13 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def cmd_graph(args) -> int:
+    g = load_graph(args.case)
+    graph.write_edges(g, Path(args.out))
+    print(f"rankmap: wrote {args.out}: {g.n} ranks, {len(g.adjncy) // 2} processor patches")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m rankmap", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="verb", required=True)
@@ -236,6 +248,10 @@ def parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--json", help="also write the analysis as JSON")
     a.set_defaults(func=cmd_analyze)
+    e = sub.add_parser("graph", help="the communication graph as an edge list")
+    e.add_argument("case", help="decomposed case folder, or grid:NXxNYxNZ")
+    e.add_argument("--out", required=True, help="edge list (CSV) to write")
+    e.set_defaults(func=cmd_graph)
     return p
 
 

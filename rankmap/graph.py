@@ -249,6 +249,53 @@ def from_case(case: Path) -> CommGraph:
     return from_cell_dist(case)
 
 
+EDGES_HEADER = "rank,neighbour,faces"
+
+
+def write_edges(graph: CommGraph, path: Path) -> Path:
+    """The graph as an edge list (``rank,neighbour,faces``, each processor patch once): what
+    a run keeps of its decomposition, for the time-per-step model (topofoam.model)."""
+    u, v, w = graph.edges()
+    lines = [f"# ranks {graph.n}; from {graph.source}", EDGES_HEADER]
+    lines += [f"{a},{b},{c}" for a, b, c in zip(u.tolist(), v.tolist(), w.tolist())]
+    Path(path).write_text("\n".join(lines) + "\n")
+    return Path(path)
+
+
+def read_edges(path: Path) -> CommGraph:
+    """An edge list written by ``write_edges``."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise InputError(f"cannot read the edge list {path} ({e.strerror})") from None
+    head = re.match(r"^# ranks (\d+);", lines[0]) if lines else None
+    if not head or len(lines) < 2 or lines[1] != EDGES_HEADER:
+        raise InputError(
+            f"{path} is not an edge list of 'python -m rankmap graph' (first lines "
+            f"'# ranks N; ...' and '{EDGES_HEADER}') -- write it again with that command"
+        )
+    n = int(head.group(1))
+    u, v, w = [], [], []
+    for number, line in enumerate(lines[2:], start=3):
+        try:
+            a, b, c = (int(x) for x in line.split(","))
+        except ValueError:
+            raise InputError(
+                f"{path}:{number}: {line!r} is not 'rank,neighbour,faces' -- write the file "
+                f"again with 'python -m rankmap graph'"
+            ) from None
+        if not (0 <= a < n and 0 <= b < n and a != b and c >= 0):
+            raise InputError(
+                f"{path}:{number}: {line!r} names a rank outside 0-{n - 1}, one rank twice or "
+                f"negative faces -- write the file again with 'python -m rankmap graph'"
+            )
+        u += [a, b]
+        v += [b, a]
+        w += [c, c]
+    return CommGraph.from_arcs(n, u, v, w, source=str(path))
+
+
 def grid(nx: int, ny: int, nz: int = 1, faces: tuple[int, int, int] = (64, 64, 64)) -> CommGraph:
     """The graph of a structured nx*ny*nz block decomposition (benchmarks, tests)."""
     idx = np.arange(nx * ny * nz).reshape(nz, ny, nx)

@@ -35,12 +35,13 @@ class Schedule:
     def depth(self) -> int:
         """Edges on the longest path from a rank to the root."""
         depth = np.zeros(self.n, dtype=np.int64)
-        for r in self._top_down():
+        for r in self.top_down():
             if self.above[r] >= 0:
                 depth[r] = depth[self.above[r]] + 1
         return int(depth.max())
 
-    def _top_down(self) -> list[int]:
+    def top_down(self) -> list[int]:
+        """Every rank, each after the rank it sends to (rank 0 first)."""
         order, stack = [], [int(r) for r in np.flatnonzero(self.above < 0)]
         while stack:
             r = stack.pop()
@@ -56,7 +57,7 @@ class Schedule:
             for c in children:
                 if self.above[c] != r:
                     raise AssertionError(f"rank {c} is below {r} but sends to {self.above[c]}")
-        if sorted(self._top_down()) != list(range(self.n)):
+        if sorted(self.top_down()) != list(range(self.n)):
             raise AssertionError("the schedule does not reach every rank from rank 0")
 
 

@@ -13,9 +13,13 @@ set: the host must be the one the mapping gives; the core is checked only where 
 declared layout is the real one and the launcher binds (mpirun with a rankfile), and the
 perflog column ``core_binding`` says which. On an emulated partition the timings are labelled
 ``emulated`` and carry no reference. The solver runs under the MPI call counter
-(``reframe/src/mpicount``): the perflog gets the ``MPI_Allreduce``, ``MPI_Reduce`` and
-``MPI_Bcast`` calls summed over the ranks.
+(``reframe/src/mpicount``): the perflog gets the calls of each kind the time-per-step model
+prices (topofoam.model) summed over the ranks, and the output folder keeps the decomposition's
+communication graph (``commgraph.csv``): ``python -m topofoam.model validate`` puts the
+model's prediction beside each measured run.
 """
+
+import sys
 
 import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
@@ -29,6 +33,7 @@ from reframe.core.builtins import (
 )
 
 import reframe as rfm
+from topofoam import sweepspace
 from topofoam.fixtures import (
     CountsMpiCalls,
     EsiNodeCommsVariant,
@@ -36,6 +41,7 @@ from topofoam.fixtures import (
     PreparedCavityRanks,
 )
 from topofoam.placed import PlacedRun
+from topofoam.sweep import most_repeats, partitions
 from topofoam.sweepspace import ESI_NODECOMMS
 
 RANKS_PER_NODE = 2
@@ -45,21 +51,46 @@ RANKS_PER_NODE = 2
 class MultiNodeRun(CountsMpiCalls, EsiNodeCommsVariant, PlacedRun):
     """One placement variant and launcher on 1, 2 or 4 nodes."""
 
+    #: The repeat of the measurement: declared first, so every variant runs once before any
+    #: runs again. Only partitions whose times are compared repeat (sweepspace.repeats: an
+    #: emulated one under a fabric profile).
+    repeat = parameter(range(most_repeats(emulated=True)))
     variant = parameter(["standard", "global", "local+global", "esi-nodecomms"])
     launcher_kind = parameter(["srun", "mpirun"])
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     prepared = fixture(PreparedCavityRanks, scope="environment")
     nodes = variable(int, value=0, loggable=True)
-    topology = variable(str, value="local")  # the node rankmap maps onto
+    topology = variable(str, value="local", loggable=True)  # the node rankmap maps onto
     valid_systems = ["+multinode"]
     valid_prog_environs = ["+reduction-schedule"]
     num_tasks_per_node = RANKS_PER_NODE
     time_limit = "10m"
     # After a node failure fewer nodes are up: fail clearly instead of pending for ever.
     max_pending_time = "2m"
-    counted = ["MPI_Allreduce", "MPI_Reduce", "MPI_Bcast"]
+    counted = [
+        "MPI_Allreduce",
+        "MPI_Reduce",
+        "MPI_Bcast",
+        # what else the model prices: halo exchanges, tree reductions, non-blocking
+        # reductions and all-to-alls
+        "MPI_Isend",
+        "MPI_Send",
+        "MPI_Iallreduce",
+        "MPI_Alltoall",
+        "MPI_Alltoallv",
+    ]
+    keep_files = ["commgraph.csv"]
     tags = {"multinode"}
     stage = "multinode"
+
+    @run_after("init")
+    def repeat_where_compared(self):
+        if self.repeat:
+            self.valid_systems = [
+                p.fullname
+                for p in partitions(emulated=True)
+                if "multinode" in p.features and self.repeat < sweepspace.repeats(p)
+            ]
 
     @run_after("setup")
     def set_layout(self):
@@ -79,6 +110,10 @@ class MultiNodeRun(CountsMpiCalls, EsiNodeCommsVariant, PlacedRun):
             if binds and extras.get("declared_is_real")
             else "not verifiable on this partition"
         )
+
+    @run_before("run")
+    def keep_the_graph(self):
+        self.add_prerun("place", f"{sys.executable} -m rankmap graph . --out commgraph.csv")
 
     @run_before("run")
     def map_and_launch(self):

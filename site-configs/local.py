@@ -233,6 +233,8 @@ if _slurm_conf == str(_emu.conf):
                 "screen_margins": {"MB/s": 0.6, "us": 1.0},
                 # What its links cost (topofoam.fabric), in every perflog row of it.
                 "fabric": (_emu.fabric_in_force() or {}).get("label", "none"),
+                # Under a fabric profile its times are compared: repeated as on cpu.
+                "repeats": _repeat_count,
             },
             "max_jobs": 1,
         }

@@ -23,14 +23,15 @@ from topofoam.results import perflog
 from topofoam.results.merge import robust
 
 
-def table(perflogs: Path, notes: list[str] | None = None) -> list[dict]:
+def table(perflogs: Path, notes: list[str] | None = None, keep=None) -> list[dict]:
     """The rows of the latency table; what of the perflogs was left out, and why, is added to
-    ``notes`` (rows rejected by the reader, rows without a known hardware level)."""
+    ``notes`` (rows rejected by the reader, rows without a known hardware level). ``keep``:
+    a predicate on perflog rows (the runs under one fabric profile)."""
     times = defaultdict(list)  # (partition, size, level) -> [us]
     logs = perflog.read_system(perflogs, checks=("PingPongRun",))
     unknown: dict[str, int] = defaultdict(int)
     for row in logs.rows:
-        if row.get("result") != "pass":
+        if row.get("result") != "pass" or (keep and not keep(row)):
             continue
         level = row.get("level")
         if level not in LEVELS:

@@ -82,10 +82,11 @@ def union(key: str) -> list:
     return sweepspace.union(key, partitions())
 
 
-def most_repeats() -> int:
-    """The largest repeat count over the sweep partitions (the ``repeat`` parameter's
-    range; each partition runs the repeats below its own count)."""
-    return max((sweepspace.repeats(p) for p in partitions()), default=1)
+def most_repeats(emulated: bool = False) -> int:
+    """The largest repeat count over the sweep partitions, and with ``emulated`` the emulated
+    ones (the ``repeat`` parameter's range; each partition runs the repeats below its own
+    count)."""
+    return max((sweepspace.repeats(p) for p in partitions(emulated)), default=1)
 
 
 def most_validate_repeats() -> int:

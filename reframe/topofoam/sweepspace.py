@@ -132,8 +132,10 @@ def layouts(kind: str, parts: list[Partition], tuning: dict) -> list[tuple[int, 
 
 def repeats(part: Partition) -> int:
     """How often each timed run of ``part`` is repeated (its ``repeats`` extra, 5 on the
-    cluster sites): once on an emulated partition, whose times are never compared."""
-    if part.extras.get("emulated"):
+    cluster sites): once on an emulated partition whose links cost nothing (its times are
+    never compared); under a fabric profile (topofoam.fabric) communication dominates there,
+    and its times are compared and set beside the time-per-step model."""
+    if part.extras.get("emulated") and part.extras.get("fabric", "none") == "none":
         return 1
     return max(1, int(part.extras.get("repeats", 1)))
 

@@ -19,7 +19,10 @@ PROFILE = "vsc5x100"
 
 
 def bench_emu(results, profile, *args):
-    env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile)
+    # Under a profile the emulated partition repeats its timings (TOPOFOAM_REPEATS): once here.
+    env = dict(
+        os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile, TOPOFOAM_REPEATS="1"
+    )
     env.pop("SLURM_CONF", None)
     command = [PYTHON, "-m", "localsite.cli", "run", "--partition", "emu", *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)

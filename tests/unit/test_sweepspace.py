@@ -151,3 +151,13 @@ def test_what_each_stage_adds():
     assert runs("cost", part, variant="local+global", binding="rankmap")
     # a reference run goes wherever its parent goes, at any ppn of the node
     assert runs("reference", part, ppn=48)
+
+
+def test_an_emulated_partition_repeats_only_under_a_fabric_profile():
+    from topofoam.sweepspace import repeats
+
+    assert repeats(Part("emu", {"emulated": True, "repeats": 5})) == 1
+    assert repeats(Part("emu", {"emulated": True, "repeats": 5, "fabric": "none"})) == 1
+    priced = {"emulated": True, "repeats": 5, "fabric": "vsc5x100 (L 151.6 us, B 319.2 MB/s)"}
+    assert repeats(Part("emu", priced)) == 5
+    assert repeats(Part("cpu", {"repeats": 3})) == 3

@@ -1,0 +1,306 @@
+"""The time-per-step model beside the measured runs: predicted vs measured, per variant and
+node count, from one system's perflogs.
+
+    python -m topofoam.modelcheck results/perflogs/<system> [--json FILE]
+
+For each partition, environment, fabric profile and launcher of the multi-node check
+(reframe/multinode.py), each variant's workload is its one-node runs (their median time per
+step and MPI calls per step, topofoam.model.Workload), the link costs are the p2p check's
+round trips on that partition under the same fabric profile, and each node count's graph is
+the one its run kept (commgraph.csv in its output folder). Every (variant, nodes) gets the
+median measured time per step with its 95 % interval, the prediction and the error; the model
+orders the variants at each node count, and so do the measurements: where they disagree
+the table says so. A prediction it cannot make says why instead of a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rankmap.errors import InputError
+from rankmap.graph import read_edges
+from rankmap.topology import LEVELS, load
+from topofoam import model
+from topofoam import p2p as p2p_table
+from topofoam.results import perflog
+from topofoam.results.stats import compare, summarise
+
+CHECK = "MultiNodeRun"
+#: perflog columns of the MPI call counter (CountsMpiCalls: the name without MPI_, lower case)
+COUNTS = ("allreduce", "reduce", "bcast", "isend", "send", "iallreduce", "alltoall", "alltoallv")
+MEASURE = "seconds_per_step"
+
+
+@dataclass
+class Line:
+    partition: str
+    environ: str
+    fabric: str
+    launcher: str
+    variant: str
+    nodes: int
+    repeats: int
+    measured: float | None
+    low: float | None
+    high: float | None
+    predicted: float | None
+    error: float | None  # (predicted - measured) / measured
+    reason: str = ""
+    values: list[float] = field(default_factory=list)  # the measured repeats
+
+
+def _series(row: dict) -> tuple:
+    return (
+        row["partition"],
+        row.get("environ", ""),
+        row.get("fabric") or "none",
+        row.get("launcher_kind", ""),
+    )
+
+
+def _graph(rows: list[dict]):
+    for row in rows:
+        path = Path(row.get("outputdir") or "/nonexistent") / "commgraph.csv"
+        if path.is_file():
+            try:
+                return read_edges(path), ""
+            except InputError as e:
+                return None, str(e)
+    return None, "no run kept its commgraph.csv (run the multinode check again)"
+
+
+def _costs(perflogs: Path, partition: str, fabric: str, emulated: bool, cache: dict):
+    """(LinkCosts, "") of the partition under ``fabric``, or (None, why not). An emulated
+    partition's nodes are this machine: the p2p check measures only between them there, and
+    the levels inside a node are the ones measured on the machine's other partitions."""
+    key = (partition, fabric)
+    if key not in cache:
+        system = f"{perflogs.name}:{partition}"
+        rows = p2p_table.table(perflogs, keep=lambda r: (r.get("fabric") or "none") == fabric)
+        mine = [r for r in rows if r["system"] == system]
+        source = f"PingPongRun ({fabric})"
+        if emulated:
+            inside = [r for r in p2p_table.table(perflogs) if r["system"] != system]
+            merged = {}
+            for row in inside + mine:  # its own measurements last: they win
+                into = merged.setdefault(
+                    row["size"],
+                    {"system": system, "size": row["size"], **dict.fromkeys(LEVELS, "")},
+                )
+                into.update({lv: row[lv] for lv in LEVELS if row[lv] != ""})
+            mine = [merged[size] for size in sorted(merged)]
+            machines = sorted({r["system"] for r in inside})
+            source += f"; inside a node: {', '.join(machines) or 'nothing measured'}"
+        try:
+            cache[key] = model.costs_of_rows(mine, system, source), ""
+        except model.ModelError as e:
+            cache[key] = None, f"{e}"
+    return cache[key]
+
+
+def workload(rows: list[dict], graph) -> tuple[model.Workload | None, str]:
+    """The one-node runs' workload (median time per step, median calls per step), or why
+    there is none."""
+    missing = [n for n in COUNTS if not all(isinstance(r.get(n), float) for r in rows)]
+    if missing:
+        return None, (
+            f"the one-node runs did not count MPI_{missing[0].capitalize()} (logged by an "
+            f"older suite): run the multinode check again"
+        )
+    steps = rows[0].get("expected_steps")
+    if not steps:
+        return None, "the one-node runs logged no expected_steps"
+    calls = {f"MPI_{n.capitalize()}": statistics.median(r[n] for r in rows) for n in COUNTS}
+    work = model.Workload.from_counts(
+        calls,
+        steps=int(steps),
+        ranks=graph.n,
+        neighbours=len(graph.adjncy),
+        step_s=statistics.median(r[MEASURE] for r in rows),
+    )
+    return work, ""
+
+
+def check(perflogs: Path) -> tuple[list[Line], list[str]]:
+    """Every (series, variant, nodes) of the multi-node check, predicted and measured; and
+    notes (rows left out, series with no prediction)."""
+    logs = perflog.read_system(perflogs, checks=(CHECK,))
+    notes = list(logs.notes)
+    by = defaultdict(lambda: defaultdict(list))  # series -> (variant, nodes) -> rows
+    for row in logs.rows:
+        if row.get("result") == "pass" and isinstance(row.get(MEASURE), float):
+            by[_series(row)][row.get("variant"), int(row.get("nodes") or 0)].append(row)
+    lines: list[Line] = []
+    costs_cache: dict = {}
+    for series, runs in sorted(by.items()):
+        partition, environ, fabric, launcher = series
+        any_row = next(iter(runs.values()))[0]
+        machine = load(any_row.get("topology") or "local")
+        emulated = any_row.get("timing") == "emulated"
+        costs, why_not = _costs(perflogs, partition, fabric, emulated, costs_cache)
+        for (variant, nodes), rows in sorted(runs.items()):
+            measured = summarise([r[MEASURE] for r in rows])
+            line = Line(
+                partition,
+                environ,
+                fabric,
+                launcher,
+                variant,
+                nodes,
+                measured.n,
+                measured.median,
+                measured.low,
+                measured.high,
+                None,
+                None,
+                values=[r[MEASURE] for r in rows],
+            )
+            lines.append(line)
+            base_rows = runs.get((variant, 1))
+            graph, why_graph = _graph(rows)
+            base, why_base = _graph(base_rows or [])
+            reason = (
+                why_not
+                or ("" if base_rows else "no one-node run of this variant to measure its work")
+                or why_graph
+                or why_base
+            )
+            if not reason:
+                work, reason = workload(base_rows, base)
+            if reason:
+                line.reason = reason
+                continue
+            # An emulated cluster's nodes share the cores of the machine it ran on, which is
+            # this one: its perflogs are never anywhere else.
+            cores = os.cpu_count() if emulated else None
+            p = model.predict(
+                variant, graph, machine, nodes, costs, work, base, cores=cores, base_cores=cores
+            )
+            line.predicted, line.reason = p.step_s, p.reason
+            if p.step_s is not None:
+                line.error = (p.step_s - measured.median) / measured.median
+    return lines, notes
+
+
+def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
+    """At each node count, whether the model orders each variant against standard as the
+    measurements do: predicted faster or slower by more than ``margin``, else no different;
+    measured faster, slower or within noise by the suite's significance test."""
+    out = []
+    groups = defaultdict(dict)
+    for ln in lines:
+        groups[(ln.partition, ln.environ, ln.fabric, ln.launcher, ln.nodes)][ln.variant] = ln
+    for (part, _env, fabric, launcher, nodes), variants in sorted(groups.items()):
+        std = variants.get("standard")
+        if std is None or std.predicted is None:
+            continue
+        for name, ln in sorted(variants.items()):
+            if name == "standard" or ln.predicted is None:
+                continue
+            ratio = ln.predicted / std.predicted
+            said = (
+                "faster"
+                if ratio < 1 - margin
+                else "slower"
+                if ratio > 1 + margin
+                else "no different"
+            )
+            seen = compare(std.values, ln.values).verdict
+            if seen.startswith("no verdict"):
+                agree = "no verdict"
+            else:
+                agree = (
+                    "agrees"
+                    if said == seen or (said, seen) == ("no different", "within noise")
+                    else "differs"
+                )
+            out.append(
+                f"{part} ({fabric}, {launcher}), {nodes} node(s): {name} predicted {said} than "
+                f"standard ({ratio:.2f}x), measured {seen}: {agree}"
+            )
+    return out
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x * 1e3:.2f}"
+
+
+def table(lines: list[Line]) -> str:
+    rows = [
+        (
+            "partition",
+            "fabric",
+            "launcher",
+            "variant",
+            "nodes",
+            "n",
+            "measured ms [95 % CI]",
+            "predicted ms",
+            "error",
+        )
+    ]
+    for ln in lines:
+        ci = f" [{_ms(ln.low)}, {_ms(ln.high)}]" if ln.low is not None else ""
+        rows.append(
+            (
+                ln.partition,
+                ln.fabric,
+                ln.launcher,
+                ln.variant,
+                str(ln.nodes),
+                str(ln.repeats),
+                f"{_ms(ln.measured)}{ci}",
+                _ms(ln.predicted) if ln.predicted is not None else "no prediction",
+                f"{100 * ln.error:+.0f} %" if ln.error is not None else "-",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    reasons = sorted(
+        {f"{ln.variant} on {ln.nodes} node(s): {ln.reason}" for ln in lines if ln.reason}
+    )
+    return "\n".join(text + [f"no prediction: {r}" for r in reasons])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m topofoam.modelcheck", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("perflogs", type=Path, help="one system's perflog folder")
+    parser.add_argument("--json", type=Path, help="also write the lines as JSON")
+    args = parser.parse_args(argv)
+    if not args.perflogs.is_dir():
+        print(
+            f"modelcheck: {args.perflogs} is not a folder -- give one system's perflog "
+            f"folder (results/perflogs/<system>)",
+            file=sys.stderr,
+        )
+        return 2
+    lines, notes = check(args.perflogs)
+    if not lines:
+        print(
+            f"modelcheck: no passed {CHECK} rows under {args.perflogs} -- run the multinode "
+            f"check first (reframe ... -t multinode)",
+            file=sys.stderr,
+        )
+        return 2
+    print(table(lines))
+    for line in orderings(lines):
+        print(line)
+    for note in notes:
+        print(f"modelcheck: left out: {note}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(ln) for ln in lines], indent=1))
+        print(f"modelcheck: wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

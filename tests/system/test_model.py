@@ -1,0 +1,88 @@
+"""The time-per-step model beside real runs (topofoam.modelcheck): on the emulated cluster
+under a fabric profile, the p2p check's costs, the multi-node check's calls and kept graphs
+give every variant and node count a prediction; on one node the prediction is the measured
+step itself (the compute is what the model's communication leaves of it). Without the
+inter-node round trips there is no prediction beyond one node, and it says why."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, REPO, needs_root
+
+pytestmark = needs_root
+
+PROFILE = "vsc5x100"
+SELECT = r"MultiNodeRun.*variant=(standard|local\+global).*launcher_kind=srun"
+
+
+def bench(results, partition, tag, *args, profile="none"):
+    env = dict(
+        os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile, TOPOFOAM_REPEATS="1"
+    )
+    env.pop("SLURM_CONF", None)
+    command = [PYTHON, "-m", "localsite.cli", "run", "--partition", partition, "--tag", tag]
+    done = subprocess.run(
+        command + ([*["--"], *args] if args else []),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def modelcheck(perflogs, out):
+    return subprocess.run(
+        [PYTHON, "-m", "topofoam.modelcheck", str(perflogs), "--json", str(out)],
+        cwd=REPO / "reframe",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    results = tmp_path_factory.mktemp("model")
+    bench(results, "cpu", "p2p")
+    bench(results, "emu", "p2p", profile=PROFILE)
+    bench(results, "emu", "multinode", "-n", SELECT, profile=PROFILE)
+    return results
+
+
+def test_every_variant_and_node_count_gets_a_prediction(measured, tmp_path):
+    done = modelcheck(measured / "perflogs" / "local", tmp_path / "lines.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = json.loads((tmp_path / "lines.json").read_text())
+    got = {(ln["variant"], ln["nodes"]) for ln in lines}
+    assert got == {(v, n) for v in ("standard", "local+global") for n in (1, 2, 4)}
+    for ln in lines:
+        assert ln["predicted"] is not None and ln["predicted"] > 0, ln
+        assert ln["fabric"].startswith(PROFILE)
+        if ln["nodes"] == 1:
+            assert ln["error"] == pytest.approx(0, abs=1e-9), ln
+    # communication dominates under the profile: more nodes, more predicted time per step
+    std = {ln["nodes"]: ln["predicted"] for ln in lines if ln["variant"] == "standard"}
+    assert std[1] < std[2] < std[4], std
+    assert "predicted ms" in done.stdout and "node(s): local+global predicted" in done.stdout
+
+
+def test_without_inter_node_round_trips_there_is_no_prediction_beyond_one_node(measured, tmp_path):
+    perflogs = tmp_path / "local"
+    shutil.copytree(measured / "perflogs" / "local", perflogs)
+    for log in (perflogs / "emu").glob("PingPongRun.log*"):
+        log.unlink()
+    done = modelcheck(perflogs, tmp_path / "lines.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = json.loads((tmp_path / "lines.json").read_text())
+    for ln in lines:
+        if ln["nodes"] == 1:
+            assert ln["predicted"] is not None, ln
+        else:
+            assert ln["predicted"] is None and "p2p" in ln["reason"], ln
+    assert "no prediction: " in done.stdout and "Traceback" not in done.stderr

@@ -1,0 +1,213 @@
+"""The time-per-step model (topofoam.model) on real rankmap graphs, placements and schedules:
+the per-level fit, each term's dependence on what it prices, the one-node consistency, and
+"no prediction" where a measurement is missing."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rankmap.graph import grid
+from rankmap.mapping import Placement, block
+from rankmap.schedule import hierarchical, openfoam_tree
+from rankmap.topology import LEVELS, load
+from topofoam import model
+
+TABLE = model.fabric.TABLE  # seed 000 Table 2
+SMALL = "pack:2 numa:2 core:2 pu:1"  # 8 cores: 2 domains x 2 NUMA nodes x 2 cores
+
+
+def costs(latency_us=(0.2, 0.4, 0.8, 50.0), mbytes=(6000, 4000, 2000, 100)):
+    return model.LinkCosts(
+        tuple(x * 1e-6 for x in latency_us), tuple(b * 1e6 for b in mbytes), "test"
+    )
+
+
+def test_a_level_fit_recovers_latency_and_bandwidth():
+    points = [(b, 3e-6 + b / 2e9) for b in (80, 800, 4000, 8000)]
+    latency, bandwidth = model.fit_level(points)
+    assert latency == pytest.approx(3e-6) and bandwidth == pytest.approx(2e9)
+
+
+def test_a_flat_level_is_a_latency_alone():
+    latency, bandwidth = model.fit_level([(80, 1e-6), (8000, 0.9e-6)])
+    assert latency == pytest.approx(0.95e-6) and bandwidth == math.inf
+
+
+def test_the_seed_table_gives_every_level_and_fills_a_missing_one():
+    vsc5 = model.link_costs(TABLE, "vsc5")
+    assert all(vsc5.has(i) for i in range(4))
+    # inter-node is slower than inside a NUMA node, per message of 1,000 scalars
+    assert vsc5.message(3, 8000) > vsc5.message(0, 8000)
+    hpc2 = model.link_costs(TABLE, "hpc2")  # no NUMA-domain column: a package is a NUMA node
+    assert hpc2.latency[2] == hpc2.latency[1] and hpc2.bandwidth[2] == hpc2.bandwidth[1]
+
+
+def test_a_table_without_inter_node_rows_gives_no_prediction(tmp_path):
+    table = tmp_path / "p2p.csv"
+    table.write_text(
+        "system,size," + ",".join(LEVELS) + "\nemu:cpu,10,1.0,2.0,,\nemu:cpu,1000,3.0,5.0,,\n"
+    )
+    c = model.link_costs(table, "emu:cpu")
+    assert not c.has(3)
+    machine = load(SMALL)
+    base = grid(2, 2)
+    work = model.Workload(step_s=0.01, ranks=4, halo=10, allreduce=5)
+    p = model.predict("standard", grid(4, 2), machine, 2, c, work, base)
+    assert p.step_s is None and "inter-node" in p.reason and "p2p" in p.reason
+    # one node needs no inter-node costs
+    assert model.predict("standard", base, machine, 1, c, work, base).step_s is not None
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("system,size,intra_numa_node\nvsc5,10,fast\n", "'fast'"),
+        ("system,size,intra_numa_node\nvsc5,10,-1\n", "positive"),
+        ("system,size,intra_numa_node,inter_node\nvsc5,10,,3\n", "fastest level"),
+        ("system,size,intra_numa_node\nother,10,1\n", "no rows of 'vsc5'"),
+    ],
+)
+def test_a_bad_table_is_one_error_naming_it(tmp_path, text, expect):
+    table = tmp_path / "bad.csv"
+    table.write_text(text)
+    with pytest.raises(model.ModelError, match="bad.csv") as e:
+        model.link_costs(table, "vsc5")
+    assert expect in str(e.value)
+
+
+def test_a_missing_table_names_the_file(tmp_path):
+    with pytest.raises(model.ModelError, match="nothere.csv"):
+        model.link_costs(tmp_path / "nothere.csv", "vsc5")
+
+
+def test_halo_time_grows_with_the_inter_node_faces():
+    machine = load(SMALL)
+    g = grid(4, 4)  # 16 ranks on 2 nodes of 8
+    tidy = block(g, machine, 2)  # rows 0-1 on node 0, rows 2-3 on node 1: 4 cut edges
+    # every other rank on the other node: most edges cross
+    node_of = np.arange(16) % 2
+    scattered = Placement("scattered", node_of, tidy.core_of, machine, 2)
+    c = costs()
+    assert model.halo_time(g, scattered, c) > model.halo_time(g, tidy, c) > 0
+    # on one node all messages stay inside: far cheaper than either
+    assert model.halo_time(grid(2, 4), block(grid(2, 4), machine, 1), c) < model.halo_time(
+        g, tidy, c
+    )
+
+
+def test_a_linear_tree_over_nodes_costs_more_than_the_hierarchical_one():
+    machine = load(SMALL)
+    g = grid(4, 2)  # 8 ranks, 2 per node on 4 nodes
+    placed = block(g, machine, 4)
+    stock, ours = openfoam_tree(placed), hierarchical(placed)
+    c = costs()
+    # OpenFOAM below 16 ranks: rank 0 receives from all, then sends to the 7 one by one
+    inter = c.message(3, 8)
+    assert model.tree_time(stock, c) >= 6 * inter
+    assert model.tree_time(ours, c) < model.tree_time(stock, c)
+
+
+def test_one_node_prediction_is_the_measured_step():
+    machine = load(SMALL)
+    base = grid(2, 4)
+    work = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=20, tree=2, alltoall=1)
+    p = model.predict("standard", base, machine, 1, costs(), work, base)
+    assert p.step_s == pytest.approx(0.02)
+    assert p.terms["compute"] < 0.02
+
+
+def test_dearer_links_predict_slower_steps_and_more_nodes_less_compute():
+    machine = load(SMALL)
+    base, wide = grid(2, 4), grid(4, 8)
+    work = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=20, tree=2)
+    cheap = model.predict("standard", wide, machine, 4, costs(), work, base)
+    dear = model.predict(
+        "standard", wide, machine, 4, costs(latency_us=(0.2, 0.4, 0.8, 500.0)), work, base
+    )
+    assert dear.step_s > cheap.step_s
+    assert cheap.terms["compute"] == pytest.approx(
+        model.predict("standard", base, machine, 1, costs(), work, base).terms["compute"] / 4
+    )
+    # an emulated cluster's nodes share one machine's cores: no compute gained
+    shared = model.predict("standard", wide, machine, 4, costs(), work, base, cores=2, base_cores=2)
+    assert shared.terms["compute"] == pytest.approx(cheap.terms["compute"] * 4)
+
+
+def test_a_non_blocking_reduction_hides_behind_compute():
+    machine = load(SMALL)
+    base, wide = grid(2, 4), grid(4, 8)
+    c = costs(latency_us=(0.2, 0.4, 0.8, 2000.0))
+    blocking = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=20)
+    pipelined = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=0, iallreduce=20)
+    slow = model.predict("standard", wide, machine, 4, c, blocking, base)
+    fast = model.predict("standard", wide, machine, 4, c, pipelined, base)
+    assert fast.terms["iallreduce"] < slow.terms["allreduce"]
+    # with no compute to hide behind, it costs what the blocking one does
+    assert model.communication("standard", wide, machine, 4, c, pipelined, 0.0)[
+        "iallreduce"
+    ] == pytest.approx(slow.terms["allreduce"])
+
+
+def test_counts_become_calls_per_step():
+    calls = {
+        "MPI_Isend": 2 * 100 * 6,  # 100 steps, 2 exchanges a step, 6 arcs
+        "MPI_Allreduce": 4 * 100 * 15,
+        "MPI_Send": 100 * 3 * 2 * 3,  # 3 tree reductions a step over 4 ranks
+        "MPI_Alltoall": 4 * 100,
+    }
+    w = model.Workload.from_counts(calls, steps=100, ranks=4, neighbours=6, step_s=0.1)
+    assert (w.halo, w.allreduce, w.tree, w.alltoall) == (2, 15, 3, 1)
+
+
+def test_a_measured_step_the_costs_exceed_gives_no_prediction():
+    machine = load(SMALL)
+    base = grid(2, 4)
+    work = model.Workload(step_s=1e-6, ranks=8, halo=30, allreduce=20)
+    p = model.predict("standard", base, machine, 1, costs(), work, base)
+    assert p.step_s is None and "do not fit" in p.reason
+
+
+def test_pays_from_the_first_count_it_stays_ahead():
+    P = model.Prediction
+    preds = [
+        P("standard", 1, 1.0),
+        P("standard", 2, 0.6),
+        P("standard", 4, 0.5),
+        P("global", 1, 1.0),
+        P("global", 2, 0.5),
+        P("global", 4, 0.4),
+        P("esi-nodecomms", 1, 0.9),  # ahead at 1 node only
+        P("esi-nodecomms", 2, 0.7),
+        P("esi-nodecomms", 4, 0.6),
+    ]
+    assert model.pays_from(preds) == {"global": 2, "esi-nodecomms": None}
+
+
+def test_an_edge_list_keeps_the_graph(tmp_path):
+    from rankmap.graph import read_edges, write_edges
+
+    g = grid(3, 2, 2, faces=(10, 20, 30))
+    back = read_edges(write_edges(g, tmp_path / "g.csv"))
+    assert back.n == g.n
+    assert [a.tolist() for a in back.edges()] == [a.tolist() for a in g.edges()]
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("rank,neighbour,faces\n0,1,4\n", "not an edge list"),
+        ("# ranks 2; x\nrank,neighbour,faces\n0,one,4\n", "g.csv:3"),
+        ("# ranks 2; x\nrank,neighbour,faces\n0,2,4\n", "outside 0-1"),
+        ("# ranks 2; x\nrank,neighbour,faces\n1,1,4\n", "one rank twice"),
+    ],
+)
+def test_a_bad_edge_list_names_the_line_and_the_fix(tmp_path, text, expect):
+    from rankmap.errors import InputError
+    from rankmap.graph import read_edges
+
+    path = tmp_path / "g.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match="rankmap graph") as e:
+        read_edges(path)
+    assert expect in str(e.value)
