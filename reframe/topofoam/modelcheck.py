@@ -128,13 +128,16 @@ def workload(rows: list[dict], graph) -> tuple[model.Workload | None, str]:
     return work, ""
 
 
-def check(perflogs: Path) -> tuple[list[Line], list[str]]:
+def check(perflogs: Path, since: str = "") -> tuple[list[Line], list[str]]:
     """Every (series, variant, nodes) of the multi-node check, predicted and measured; and
-    notes (rows left out, series with no prediction)."""
+    notes (rows left out). ``since``: only runs that ended then or later (the perflogs'
+    local time, YYYY-MM-DDTHH:MM:SS)."""
     logs = perflog.read_system(perflogs, checks=(CHECK,))
     notes = list(logs.notes)
     by = defaultdict(lambda: defaultdict(list))  # series -> (variant, nodes) -> rows
     for row in logs.rows:
+        if str(row.get("time") or "") < since:
+            continue
         if row.get("result") == "pass" and isinstance(row.get(MEASURE), float):
             by[_series(row)][row.get("variant"), int(row.get("nodes") or 0)].append(row)
     lines: list[Line] = []
@@ -142,9 +145,12 @@ def check(perflogs: Path) -> tuple[list[Line], list[str]]:
     for series, runs in sorted(by.items()):
         partition, environ, fabric, launcher = series
         any_row = next(iter(runs.values()))[0]
-        machine = load(any_row.get("topology") or "local")
         emulated = any_row.get("timing") == "emulated"
         costs, why_not = _costs(perflogs, partition, fabric, emulated, costs_cache)
+        try:
+            machine = load(any_row.get("topology") or "local")
+        except InputError as e:
+            machine, why_not = None, why_not or f"the runs' topology: {e}"
         for (variant, nodes), rows in sorted(runs.items()):
             measured = summarise([r[MEASURE] for r in rows])
             line = Line(
@@ -232,41 +238,45 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.2f}"
 
 
-def table(lines: list[Line]) -> str:
-    rows = [
-        (
-            "partition",
-            "fabric",
-            "launcher",
-            "variant",
-            "nodes",
-            "n",
-            "measured ms [95 % CI]",
-            "predicted ms",
-            "error",
-        )
+HEADER = (
+    "partition",
+    "fabric",
+    "launcher",
+    "variant",
+    "nodes",
+    "n",
+    "measured ms [95 % CI]",
+    "predicted ms",
+    "error",
+)
+
+
+def cells(ln: Line) -> list[str]:
+    """A line's cells under HEADER."""
+    ci = f" [{_ms(ln.low)}, {_ms(ln.high)}]" if ln.low is not None else ""
+    return [
+        ln.partition,
+        ln.fabric,
+        ln.launcher,
+        ln.variant,
+        str(ln.nodes),
+        str(ln.repeats),
+        f"{_ms(ln.measured)}{ci}",
+        _ms(ln.predicted) if ln.predicted is not None else "no prediction",
+        f"{100 * ln.error:+.0f} %" if ln.error is not None else "-",
     ]
-    for ln in lines:
-        ci = f" [{_ms(ln.low)}, {_ms(ln.high)}]" if ln.low is not None else ""
-        rows.append(
-            (
-                ln.partition,
-                ln.fabric,
-                ln.launcher,
-                ln.variant,
-                str(ln.nodes),
-                str(ln.repeats),
-                f"{_ms(ln.measured)}{ci}",
-                _ms(ln.predicted) if ln.predicted is not None else "no prediction",
-                f"{100 * ln.error:+.0f} %" if ln.error is not None else "-",
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+
+
+def reasons(lines: list[Line]) -> list[str]:
+    """Why lines have no prediction, once each."""
+    return sorted({f"{ln.variant} on {ln.nodes} node(s): {ln.reason}" for ln in lines if ln.reason})
+
+
+def table(lines: list[Line]) -> str:
+    rows = [list(HEADER)] + [cells(ln) for ln in lines]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    reasons = sorted(
-        {f"{ln.variant} on {ln.nodes} node(s): {ln.reason}" for ln in lines if ln.reason}
-    )
-    return "\n".join(text + [f"no prediction: {r}" for r in reasons])
+    return "\n".join(text + [f"no prediction: {r}" for r in reasons(lines)])
 
 
 def main(argv: list[str] | None = None) -> int:

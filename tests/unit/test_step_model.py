@@ -211,3 +211,29 @@ def test_a_bad_edge_list_names_the_line_and_the_fix(tmp_path, text, expect):
     with pytest.raises(InputError, match="rankmap graph") as e:
         read_edges(path)
     assert expect in str(e.value)
+
+
+def test_the_ordering_check_compares_with_the_rank_test():
+    from topofoam import modelcheck
+
+    def line(variant, predicted, values):
+        return modelcheck.Line(
+            "emu", "", "vsc5x100", "srun", variant, 4, len(values), None, None, None,
+            predicted, None, values=values,
+        )  # fmt: skip
+
+    slow = [1.00, 1.01, 1.02, 1.03, 1.04]
+    fast = [0.80, 0.81, 0.82, 0.83, 0.84]
+    said = modelcheck.orderings(
+        [
+            line("standard", 1.0, slow),
+            line("global", 0.8, fast),  # predicted and measured faster
+            line("local+global", 0.8, [1.2, 1.21, 1.22, 1.23, 1.24]),  # measured slower
+            line("esi-nodecomms", 0.99, [1.00, 1.05, 0.99, 1.02, 1.01]),  # neither
+        ]
+    )
+    assert any("global predicted faster" in s and s.endswith("agrees") for s in said), said
+    assert any("local+global predicted faster" in s and s.endswith("differs") for s in said)
+    assert any("esi-nodecomms predicted no different" in s and s.endswith("agrees") for s in said)
+    one = modelcheck.orderings([line("standard", 1.0, [1.0]), line("global", 0.5, [0.5])])
+    assert one and one[0].endswith("no verdict")

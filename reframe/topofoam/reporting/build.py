@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from topofoam import modelcheck
 from topofoam.reporting import analysis, figures, published
 from topofoam.reporting.collect import Collection, collect
 from topofoam.reporting.document import Document, Figure, Section, Table, markdown, page
@@ -713,6 +714,27 @@ class Builder:
                 )
             )
 
+    def model(self, since: str):
+        """The time-per-step model beside the multi-node check's runs (topofoam.modelcheck):
+        predicted and measured per variant and node count, and whether the model orders the
+        variants as the measurements do."""
+        lines, _ = modelcheck.check(self.results / "perflogs" / self.system, since)
+        if not lines:
+            return
+        sec = self.doc.section("Time per step: the model beside the measurements")
+        sec.add(
+            "The multi-node check's time per step (median of the repeats, 95 % interval) and "
+            "what the time-per-step model predicts from the p2p check's link costs, each "
+            "variant's one-node run (its calls per step and compute) and each run's "
+            "decomposition (docs/model.md). On one node the prediction is the measurement "
+            "(the compute is derived from it)."
+        )
+        sec.add(Table(list(modelcheck.HEADER), [modelcheck.cells(ln) for ln in lines]))
+        for text in modelcheck.orderings(lines):
+            sec.add(text)
+        for reason in modelcheck.reasons(lines):
+            sec.add(f"No prediction: {reason}")
+
     def storage(self, groups: list[Group]):
         sec = self.doc.section("Storage: shared vs node-local")
         found = analysis.storage(groups)
@@ -860,6 +882,7 @@ def build(
     b.stages(groups)
     b.storage(groups)
     b.mpi_calls(groups)
+    b.model(since)
     if images:
         say("report: final fields (pvpython)")
     b.fields(groups)
