@@ -283,11 +283,13 @@ def predict(
     base: CommGraph,
     cores: int | None = None,
     base_cores: int | None = None,
+    calls: Workload | None = None,
 ) -> Prediction:
     """Time per step of ``variant`` on ``nodes`` nodes for decomposition ``graph``, from
-    ``work`` measured on one node with decomposition ``base``. ``cores``/``base_cores``: the
-    cores the ranks share there (default: one each; an emulated cluster's nodes share one
-    machine's cores)."""
+    ``work`` measured on one node with decomposition ``base``. ``calls``: the calls per step
+    counted with decomposition ``graph`` (iterations change with the decomposition); without
+    them, the one-node run's. ``cores``/``base_cores``: the cores the ranks share there
+    (default: one each; an emulated cluster's nodes share one machine's cores)."""
     if variant not in VARIANTS:
         return Prediction(variant, nodes, None, reason=f"unknown variant {variant!r}")
     if nodes > 1 and not costs.has(INTER_NODE):
@@ -298,13 +300,15 @@ def predict(
             reason=f"{costs.source} has no inter-node round trips -- run the p2p check "
             f"on a partition of two nodes or more (reframe -t p2p)",
         )
-    if base.n != work.ranks:
+    if base.n != work.ranks or (calls is not None and calls.ranks != graph.n):
         return Prediction(
             variant,
             nodes,
             None,
-            reason=f"the one-node run had {work.ranks} ranks, its decomposition {base.n}",
+            reason=f"the calls were counted on {work.ranks} and "
+            f"{(calls or work).ranks} ranks, the decompositions have {base.n} and {graph.n}",
         )
+    calls = calls or work
     ones = communication(variant, base, machine, 1, costs, work, 0.0)
     compute1 = work.step_s - sum(v for k, v in ones.items() if k != "iallreduce")
     if compute1 <= 0:
@@ -315,13 +319,16 @@ def predict(
             reason=f"the model's communication on one node ({sum(ones.values()):.3g} s) is "
             f"the whole measured step ({work.step_s:.3g} s): the costs do not fit this run",
         )
+    # A rank's compute per step: its cells (the total over the cores the ranks have) times
+    # the solver's sweeps over them, which the halo exchanges per step count.
     share = min(base.n, base_cores or base.n) / min(graph.n, cores or graph.n)
-    compute = compute1 * share
+    sweeps = calls.halo / work.halo if work.halo else 1.0
+    compute = compute1 * share * sweeps
     terms = {
         "compute": compute,
-        **communication(variant, graph, machine, nodes, costs, work, compute),
+        **communication(variant, graph, machine, nodes, costs, calls, compute),
     }
-    return Prediction(variant, nodes, sum(terms.values()), terms)
+    return Prediction(variant, nodes, float(sum(terms.values())), terms)
 
 
 def pays_from(predictions: list[Prediction], margin: float = 0.05) -> dict[str, int | None]:

@@ -106,17 +106,18 @@ def _costs(perflogs: Path, partition: str, fabric: str, emulated: bool, cache: d
 
 
 def workload(rows: list[dict], graph) -> tuple[model.Workload | None, str]:
-    """The one-node runs' workload (median time per step, median calls per step), or why
+    """The runs' workload (median time per step, median calls per step per rank), or why
     there is none."""
     missing = [n for n in COUNTS if not all(isinstance(r.get(n), float) for r in rows)]
     if missing:
         return None, (
-            f"the one-node runs did not count MPI_{missing[0].capitalize()} (logged by an "
-            f"older suite): run the multinode check again"
+            f"runs on {rows[0].get('nodes')} node(s) did not count "
+            f"MPI_{missing[0].capitalize()} (logged by an older suite): run the multinode "
+            f"check again"
         )
     steps = rows[0].get("expected_steps")
     if not steps:
-        return None, "the one-node runs logged no expected_steps"
+        return None, f"runs on {rows[0].get('nodes')} node(s) logged no expected_steps"
     calls = {f"MPI_{n.capitalize()}": statistics.median(r[n] for r in rows) for n in COUNTS}
     work = model.Workload.from_counts(
         calls,
@@ -180,6 +181,8 @@ def check(perflogs: Path, since: str = "") -> tuple[list[Line], list[str]]:
             )
             if not reason:
                 work, reason = workload(base_rows, base)
+            if not reason:
+                calls, reason = workload(rows, graph)
             if reason:
                 line.reason = reason
                 continue
@@ -187,7 +190,16 @@ def check(perflogs: Path, since: str = "") -> tuple[list[Line], list[str]]:
             # this one: its perflogs are never anywhere else.
             cores = os.cpu_count() if emulated else None
             p = model.predict(
-                variant, graph, machine, nodes, costs, work, base, cores=cores, base_cores=cores
+                variant,
+                graph,
+                machine,
+                nodes,
+                costs,
+                work,
+                base,
+                cores=cores,
+                base_cores=cores,
+                calls=calls,
             )
             line.predicted, line.reason = p.step_s, p.reason
             if p.step_s is not None:

@@ -38,9 +38,9 @@ def test_checks_pass_on_the_spack_installed_openfoam12(spack_run):
     assert {(r["environ"], r["openfoam"], r["result"]) for r in rows} == {
         ("openfoam-org12-spack-patched", "org 12", "pass")
     }
-    # Every job loaded Spack's install.
+    # Every job loaded Spack's install (the scripts of passed runs are in their output folders).
     scripts = list(
-        results.glob("reframe/stage/local/cpu/openfoam-org12-spack-patched/*/rfm_job.sh")
+        results.glob("reframe/output/local/cpu/openfoam-org12-spack-patched/*/rfm_job.sh")
     )
     assert scripts
     for script in scripts:
