@@ -15,8 +15,9 @@ perflog column ``core_binding`` says which. On an emulated partition the timings
 ``emulated`` and carry no reference. The solver runs under the MPI call counter
 (``reframe/src/mpicount``): the perflog gets the calls of each kind the time-per-step model
 prices (topofoam.model) summed over the ranks, and the output folder keeps the decomposition's
-communication graph (``commgraph.csv``): ``python -m topofoam.model validate`` puts the
-model's prediction beside each measured run.
+communication graph (``commgraph.csv``), and its log goes through topofoam.stepclock
+(``wall_per_step``, wall-clock): ``python -m topofoam.modelcheck`` puts the model's prediction
+beside each measured run.
 """
 
 import sys
@@ -35,6 +36,7 @@ from reframe.core.builtins import (
 import reframe as rfm
 from topofoam import sweepspace
 from topofoam.fixtures import (
+    ClocksSteps,
     CountsMpiCalls,
     EsiNodeCommsVariant,
     PatchedOpenFOAMBuild,
@@ -48,7 +50,7 @@ RANKS_PER_NODE = 2
 
 
 @rfm.simple_test
-class MultiNodeRun(CountsMpiCalls, EsiNodeCommsVariant, PlacedRun):
+class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
     """One placement variant and launcher on 1, 2 or 4 nodes."""
 
     #: The repeat of the measurement: declared first, so every variant runs once before any

@@ -294,6 +294,31 @@ class CountsMpiCalls(rfm.RegressionTestPlugin):
             )
 
 
+class ClocksSteps(rfm.RegressionTestPlugin):
+    """The solver's log goes through topofoam.stepclock: the performance variable
+    ``wall_per_step`` is the wall-clock time per time step, start-up left out (OpenFOAM's
+    ExecutionTime is CPU time, which misses what an oversubscribed rank waits off the CPU)."""
+
+    @run_before("run", always_last=True)
+    def clock_the_steps(self):
+        # Last: the options other hooks add belong to the solver, not to the filter.
+        self.executable_opts += ["|", sys.executable, "-u", "-m", "topofoam.stepclock"]
+        self.executable_opts += ["stepclock.txt"]
+
+    @run_before("performance")
+    def set_wall_per_step(self):
+        self.perf_variables["wall_per_step"] = sn.make_performance_function(
+            _wall_per_step(os.path.join(self.stagedir, "stepclock.txt")), "s/step"
+        )
+
+
+@sn.deferrable
+def _wall_per_step(path):
+    from topofoam import stepclock
+
+    return stepclock.per_step(path)
+
+
 @sn.deferrable
 def _calls(folder, name, ranks):
     from topofoam import mpicount

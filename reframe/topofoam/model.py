@@ -122,7 +122,7 @@ def costs_of_rows(rows: list[dict], system: str, source: str) -> LinkCosts:
     for i in range(1, INTER_NODE):
         if latency[i] is None:
             latency[i], bandwidth[i] = latency[i - 1], bandwidth[i - 1]
-    return LinkCosts(tuple(latency), tuple(bandwidth), f"{Path(source).name}: {system}")
+    return LinkCosts(tuple(latency), tuple(bandwidth), f"{source}: {system}")
 
 
 @dataclass(frozen=True)

@@ -237,3 +237,31 @@ def test_the_ordering_check_compares_with_the_rank_test():
     assert any("esi-nodecomms predicted no different" in s and s.endswith("agrees") for s in said)
     one = modelcheck.orderings([line("standard", 1.0, [1.0]), line("global", 0.5, [0.5])])
     assert one and one[0].endswith("no verdict")
+
+
+def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from topofoam import stepclock
+
+    writer = (
+        "import sys, time\n"
+        "for i in range(4):\n"
+        "    print(f'Time = {i}'); print('  a solver line'); sys.stdout.flush(); time.sleep(0.2)\n"
+    )
+    stamps = tmp_path / "stepclock.txt"
+    done = subprocess.run(
+        f'{sys.executable} -c "{writer}" | {sys.executable} -m topofoam.stepclock {stamps}',
+        shell=True,
+        cwd=REPO / "reframe",
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["Time = 0", "  a solver line"]
+    assert stepclock.per_step(stamps) == pytest.approx(0.2, abs=0.05)
+    stamps.write_text("1.0\n")
+    with pytest.raises(stepclock.StepClockError, match="at least 2"):
+        stepclock.per_step(stamps)
