@@ -55,6 +55,7 @@ class Line:
     error: float | None  # (predicted - measured) / measured
     reason: str = ""
     values: list[float] = field(default_factory=list)  # the measured repeats
+    terms: dict[str, float] = field(default_factory=dict)  # the prediction's, seconds per step
 
 
 def _series(row: dict) -> tuple:
@@ -211,6 +212,7 @@ def check(perflogs: Path, since: str = "") -> tuple[list[Line], list[str]]:
                 calls=calls,
             )
             line.predicted, line.reason = p.step_s, p.reason
+            line.terms = {k: float(v) for k, v in p.terms.items()}
             if p.step_s is not None:
                 line.error = (p.step_s - measured.median) / measured.median
     return lines, notes
@@ -228,6 +230,8 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
         std = variants.get("standard")
         if std is None or std.predicted is None:
             continue
+        if nodes == 1:
+            continue  # there the prediction is the measurement it starts from
         for name, ln in sorted(variants.items()):
             if name == "standard" or ln.predicted is None:
                 continue
@@ -252,6 +256,32 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
                 f"{part} ({fabric}, {launcher}), {nodes} node(s): {name} predicted {said} than "
                 f"standard ({ratio:.2f}x), measured {seen}: {agree}"
             )
+    return out
+
+
+#: What the variants change (docs/model.md): placement and schedule act on these terms only.
+PLACED = ("halo", "tree")
+
+
+def where_the_time_goes(lines: list[Line]) -> list[str]:
+    """Per series, what the model puts into standard's step at its largest node count: which
+    share the variants' placement and schedule can act on at all."""
+    out = []
+    largest = {}
+    for ln in lines:
+        key = (ln.partition, ln.environ, ln.fabric, ln.launcher)
+        if ln.variant == "standard" and ln.terms and ln.nodes > largest.get(key, (0,))[0]:
+            largest[key] = (ln.nodes, ln)
+    for (part, _env, fabric, launcher), (nodes, ln) in sorted(largest.items()):
+        total = sum(ln.terms.values())
+        shares = sorted(((v / total, k) for k, v in ln.terms.items() if v > 0), reverse=True)
+        placed = sum(ln.terms.get(k, 0.0) for k in PLACED) / total
+        out.append(
+            f"{part} ({fabric}, {launcher}), standard on {nodes} node(s): the model puts "
+            + ", ".join(f"{100 * s:.0f} % in {k}" for s, k in shares if s >= 0.005)
+            + f" of the step; placement and schedule act on {100 * placed:.0f} % of it "
+            f"(halo exchanges and tree reductions; MPI's all-reduces and the compute stay)"
+        )
     return out
 
 
@@ -323,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(table(lines))
-    for line in orderings(lines):
+    for line in orderings(lines) + where_the_time_goes(lines):
         print(line)
     for note in notes:
         print(f"modelcheck: left out: {note}", file=sys.stderr)

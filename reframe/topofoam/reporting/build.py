@@ -730,7 +730,7 @@ class Builder:
             "(the compute is derived from it)."
         )
         sec.add(Table(list(modelcheck.HEADER), [modelcheck.cells(ln) for ln in lines]))
-        for text in modelcheck.orderings(lines):
+        for text in modelcheck.orderings(lines) + modelcheck.where_the_time_goes(lines):
             sec.add(text)
         for reason in modelcheck.reasons(lines):
             sec.add(f"No prediction: {reason}")
