@@ -78,11 +78,23 @@ def _graph(rows: list[dict]):
     return None, "no run kept its commgraph.csv (run the multinode check again)"
 
 
-def _costs(perflogs: Path, partition: str, fabric: str, emulated: bool, cache: dict):
+def _costs(
+    perflogs: Path, partition: str, fabric: str, emulated: bool, cache: dict, published=None
+):
     """(LinkCosts, "") of the partition under ``fabric``, or (None, why not). An emulated
     partition's nodes are this machine: the p2p check measures only between them there, and
-    the levels inside a node are the ones measured on the machine's other partitions."""
+    the levels inside a node are the ones measured on the machine's other partitions. Where
+    the partition has no p2p measurement, ``published`` (partition -> system) names its
+    row of seed 000 Table 2, as the site file's ``published_costs`` does."""
     key = (partition, fabric)
+    if key not in cache and (published or {}).get(partition):
+        rows = p2p_table.table(perflogs, keep=lambda r: (r.get("fabric") or "none") == fabric)
+        if not any(r["system"] == f"{perflogs.name}:{partition}" for r in rows):
+            system = published[partition]
+            try:
+                cache[key] = model.link_costs(model.fabric.TABLE, system), ""
+            except model.ModelError as e:
+                cache[key] = None, str(e)
     if key not in cache:
         system = f"{perflogs.name}:{partition}"
         rows = p2p_table.table(perflogs, keep=lambda r: (r.get("fabric") or "none") == fabric)
@@ -131,10 +143,10 @@ def workload(rows: list[dict], graph) -> tuple[model.Workload | None, str]:
     return work, ""
 
 
-def check(perflogs: Path, since: str = "") -> tuple[list[Line], list[str]]:
+def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], list[str]]:
     """Every (series, variant, nodes) of the multi-node check, predicted and measured; and
     notes (rows left out). ``since``: only runs that ended then or later (the perflogs'
-    local time, YYYY-MM-DDTHH:MM:SS)."""
+    local time, YYYY-MM-DDTHH:MM:SS); ``published``: see _costs."""
     logs = perflog.read_system(perflogs, checks=(CHECK,))
     notes = list(logs.notes)
     by = defaultdict(lambda: defaultdict(list))  # series -> (variant, nodes) -> rows
@@ -157,7 +169,7 @@ def check(perflogs: Path, since: str = "") -> tuple[list[Line], list[str]]:
         partition, environ, fabric, launcher = series
         any_row = next(iter(runs.values()))[0]
         emulated = any_row.get("timing") == "emulated"
-        costs, why_not = _costs(perflogs, partition, fabric, emulated, costs_cache)
+        costs, why_not = _costs(perflogs, partition, fabric, emulated, costs_cache, published)
         try:
             machine = load(any_row.get("topology") or "local")
         except InputError as e:
@@ -256,6 +268,32 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
                 f"{part} ({fabric}, {launcher}), {nodes} node(s): {name} predicted {said} than "
                 f"standard ({ratio:.2f}x), measured {seen}: {agree}"
             )
+    return out
+
+
+def pays(lines: list[Line], steps: int = 1000) -> list[str]:
+    """Per series, from which node count each variant is predicted to pay (topofoam.model:
+    pays_from), and every prediction's node-hours for ``steps`` steps."""
+    out = []
+    series = defaultdict(list)
+    for ln in lines:
+        if ln.predicted is not None:
+            series[(ln.partition, ln.fabric, ln.launcher)].append(ln)
+    for (part, fabric, launcher), mine in sorted(series.items()):
+        preds = [model.Prediction(ln.variant, ln.nodes, ln.predicted) for ln in mine]
+        found = model.pays_from(preds)
+        said = ", ".join(
+            f"{v} from {n} node(s)" if n else f"{v} nowhere" for v, n in sorted(found.items())
+        )
+        hours = "; ".join(
+            f"{ln.variant} x{ln.nodes}: {ln.nodes * ln.predicted * steps / 3600:.3g}"
+            for ln in sorted(mine, key=lambda x: (x.nodes, x.variant))
+        )
+        out.append(
+            f"{part} ({fabric}, {launcher}): predicted to pay (5 % or more faster than "
+            f"standard): {said or 'no variant beside standard'}; node-hours per {steps:,} "
+            f"steps: {hours}"
+        )
     return out
 
 

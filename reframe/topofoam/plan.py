@@ -219,7 +219,34 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plan: {system}, from {config}")
     print(table(jobs))
     print(f"plan: {len(jobs)} jobs planned in {time.monotonic() - began:.1f} s")
+    began = time.monotonic()
+    for line in model_lines(config, system):
+        print(f"plan: model: {line}")
+    print(f"plan: the model took {time.monotonic() - began:.2f} s")
     return 0
+
+
+def model_lines(config: str, system: str) -> list[str]:
+    """Which variants the time-per-step model expects to pay on the site, from its multi-node
+    runs so far (their calls and decompositions) and its link costs: the p2p check's, else
+    the site file's ``published_costs`` (docs/model.md)."""
+    from topofoam import modelcheck
+
+    partitions = runpy.run_path(config)["site_configuration"]["systems"][0]["partitions"]
+    published = {p["name"]: p.get("extras", {}).get("published_costs", "") for p in partitions}
+    perflogs = results_dir() / "perflogs" / system
+    lines, _ = modelcheck.check(perflogs, published=published) if perflogs.is_dir() else ([], [])
+    if not lines:
+        return [
+            f"no prediction -- no multi-node run of {system} under {perflogs} yet to count "
+            f"the solver's calls (reframe -C {config} -c reframe -r -t multinode, one and two "
+            f"nodes are enough)"
+        ]
+    return (
+        modelcheck.pays(lines)
+        + modelcheck.where_the_time_goes(lines)
+        + [f"no prediction: {r}" for r in modelcheck.reasons(lines)]
+    )
 
 
 if __name__ == "__main__":

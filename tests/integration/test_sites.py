@@ -521,7 +521,12 @@ def test_the_whole_site_plan(site):
     total = rows.pop("total")
     assert total[0] == sum(r[0] for r in rows.values())
     assert total[2] == pytest.approx(sum(r[2] for r in rows.values()), abs=0.1 * len(rows))
-    assert re.search(r"^plan: \d+ jobs planned in \d+\.\d s$", out[-1]), out[-1]
+    assert any(re.search(r"^plan: \d+ jobs planned in \d+\.\d s$", ln) for ln in out), out
+    # Before any multi-node run of the site the model says why it predicts nothing, at once.
+    said = [ln for ln in out if ln.startswith("plan: model: ")]
+    assert said and "no prediction" in said[0] and "-t multinode" in said[0], out[-3:]
+    took = re.search(r"^plan: the model took (\d+\.\d+) s$", out[-1])
+    assert took and float(took.group(1)) < 1, out[-1]
 
 
 def test_the_local_site_plan():

@@ -86,3 +86,20 @@ def test_without_inter_node_round_trips_there_is_no_prediction_beyond_one_node(m
         else:
             assert ln["predicted"] is None and "p2p" in ln["reason"], ln
     assert "no prediction: " in done.stdout and "Traceback" not in done.stderr
+
+
+def test_the_planner_says_what_the_model_expects_to_pay(measured):
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(measured))
+    env.pop("SLURM_CONF", None)
+    done = subprocess.run(
+        [PYTHON, "-m", "topofoam.plan", "-C", "site-configs/local.py", "-t", "multinode"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    said = [ln for ln in done.stdout.splitlines() if ln.startswith("plan: model: emu")]
+    assert any("predicted to pay" in ln and "local+global" in ln for ln in said), said
+    assert any("the model puts" in ln and "% in allreduce" in ln for ln in said), said
