@@ -317,7 +317,7 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
             "multinode",
             "--",
             "-n",
-            "MultiNodeRun%variant=standard%launcher_kind=srun",
+            "MultiNodeRun%repeat=0%variant=standard%launcher_kind=srun",
             "-S",
             "MultiNodeRun.postrun_cmds=sleep 30",
             # No rerun (./bench run reruns once on emu): it would wait for the dead node.
@@ -359,7 +359,7 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
     assert killed, "no 4-node job was seen running"
     assert bench.returncode == 1, out[-3000:]
     assert re.search(
-        r"FAILED MultiNodeRun %variant=standard %launcher_kind=srun "
+        r"FAILED MultiNodeRun %repeat=0 %variant=standard %launcher_kind=srun "
         r"%prepared.case=cavity2D %prepared.ranks=8 @emu: fail in sanity: sanity "
         r"error: the batch job was cancelled by Slurm \(JOB \d+ ON node1 CANCELLED "
         r"AT \S+ DUE TO NODE FAILURE",
