@@ -265,3 +265,25 @@ def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
     stamps.write_text("1.0\n")
     with pytest.raises(stepclock.StepClockError, match="at least 2"):
         stepclock.per_step(stamps)
+
+
+def test_the_effects_line_says_why_no_variant_paid():
+    from topofoam import modelcheck
+
+    def line(variant, nodes, predicted, values, terms):
+        return modelcheck.Line(
+            "emu", "", "vsc5x100", "srun", variant, nodes, len(values), None, None, None,
+            predicted, None, values=values, terms=terms,
+        )  # fmt: skip
+
+    same = [1.0, 1.01, 0.99, 1.02, 0.98]
+    mostly_allreduce = {"compute": 0.05, "allreduce": 0.8, "halo": 0.15}
+    lines = [
+        line("standard", 4, 1.0, same, mostly_allreduce),
+        line("global", 4, 1.0, [1.01, 1.0, 0.99, 0.98, 1.02], mostly_allreduce),
+    ]
+    said = modelcheck.effects(lines)
+    assert said.startswith("No variant came out significantly faster") and "15 %" in said
+    faster = [line("standard", 4, 1.0, same, mostly_allreduce)]
+    faster.append(line("global", 4, 0.8, [0.8, 0.81, 0.79, 0.82, 0.78], mostly_allreduce))
+    assert modelcheck.effects(faster).startswith("1 variant and node count(s) came out")

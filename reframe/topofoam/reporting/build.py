@@ -730,7 +730,10 @@ class Builder:
             "(the compute is derived from it)."
         )
         sec.add(Table(list(modelcheck.HEADER), [modelcheck.cells(ln) for ln in lines]))
-        for text in modelcheck.orderings(lines) + modelcheck.where_the_time_goes(lines):
+        for text in modelcheck.orderings(lines):
+            sec.add(text)
+        sec.add(modelcheck.effects(lines))
+        for text in modelcheck.where_the_time_goes(lines):
             sec.add(text)
         for reason in modelcheck.reasons(lines):
             sec.add(f"No prediction: {reason}")
