@@ -319,19 +319,24 @@ DEBIAN_PACKAGES = {
 }
 
 
-def debian_version(package: str) -> str | None:
-    """The upstream version of an installed Debian package (no epoch, no Debian revision
-    or repack suffix: 1:1.2.13.dfsg-1 gives 1.2.13); None when it is not installed."""
+def debian_versions(packages: list[str]) -> dict[str, str | None]:
+    """The upstream version of each installed Debian package (no epoch, no Debian revision
+    or repack suffix: 1:1.2.13.dfsg-1 gives 1.2.13); None for one not installed. One
+    dpkg-query for all (it names the unknown ones on stderr and lists the rest)."""
+    found: dict[str, str | None] = dict.fromkeys(packages)
+    if not packages:
+        return found
     done = subprocess.run(
-        ["dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", package],
+        ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status} ${Version}\n", *packages],
         capture_output=True,
         text=True,
     )
-    status, _, version = done.stdout.partition(" ")
-    if done.returncode != 0 or status != "installed":
-        return None
-    upstream = version.split(":", 1)[-1]
-    return re.match(r"\d+(?:\.\d+)*", upstream).group(0)
+    for line in done.stdout.splitlines():
+        name, status, version = (line.split(" ", 2) + ["", ""])[:3]
+        if name in found and status == "installed":
+            upstream = version.split(":", 1)[-1]
+            found[name] = re.match(r"\d+(?:\.\d+)*", upstream).group(0)
+    return found
 
 
 def site_file(site: str) -> Path:
@@ -342,6 +347,9 @@ def external_mismatches(site_yaml: Path) -> list[str]:
     """Externals of a site file for this machine that are not what Debian installed here:
     one line each, naming the file, the external and the fix."""
     packages = (yaml.safe_load(site_yaml.read_text()) or {}).get("packages", {})
+    installed = debian_versions(
+        sorted({DEBIAN_PACKAGES[n] for n in packages if n in DEBIAN_PACKAGES})
+    )
     wrong = []
     for name, settings in packages.items():
         for external in (settings or {}).get("externals", []):
@@ -350,7 +358,7 @@ def external_mismatches(site_yaml: Path) -> list[str]:
             deb = DEBIAN_PACKAGES.get(name)
             if not declared or not deb:
                 continue
-            have = debian_version(deb)
+            have = installed[deb]
             if have is None:
                 wrong.append(
                     f"{site_yaml}: external {spec.split()[0]} is not on this machine "
