@@ -211,18 +211,22 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
             # An emulated cluster's nodes share the cores of the machine it ran on, which is
             # this one: its perflogs are never anywhere else.
             cores = os.cpu_count() if emulated else None
-            p = model.predict(
-                variant,
-                graph,
-                machine,
-                nodes,
-                costs,
-                work,
-                base,
-                cores=cores,
-                base_cores=cores,
-                calls=calls,
-            )
+            try:
+                p = model.predict(
+                    variant,
+                    graph,
+                    machine,
+                    nodes,
+                    costs,
+                    work,
+                    base,
+                    cores=cores,
+                    base_cores=cores,
+                    calls=calls,
+                )
+            except InputError as e:  # a decomposition that does not fit the node's layout
+                line.reason = str(e)
+                continue
             line.predicted, line.reason = p.step_s, p.reason
             line.terms = {k: float(v) for k, v in p.terms.items()}
             if p.step_s is not None:
