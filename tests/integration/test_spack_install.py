@@ -36,16 +36,19 @@ def org12_archive() -> Path:
         pytest.skip(str(e))
 
 
-def stage_scope(tmp_path: Path, own_caches: bool = False) -> Path:
+def stage_scope(tmp_path: Path, own_caches: bool = False, own_store: bool = False) -> Path:
     """A config scope giving this test a stage folder of its own, and with ``own_caches``
     caches of its own: Spack keeps its index of a repository's patches by the repository's
     name, so an altered copy of the overlay would leave its patches there for the next run
-    with the real one."""
+    with the real one. With ``own_store`` an install tree of its own: one in the shared
+    store (``./bench spack -e . install`` run to the end) would leave nothing to build."""
     scope = tmp_path / "scope"
     scope.mkdir()
     config = f"config:\n  build_stage:\n  - {tmp_path / 'stage'}\n"
     if own_caches:
         config += f"  misc_cache: {tmp_path / 'misc-cache'}\n"
+    if own_store:
+        config += f"  install_tree:\n    root: {tmp_path / 'store'}\n"
     (scope / "config.yaml").write_text(config)
     return scope
 
@@ -164,7 +167,8 @@ def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
     or patched again, the objects compiled before kept, not compiled again."""
     org12_archive()
     env = environment_copy(tmp_path / "env")
-    args = ["-C", str(stage_scope(tmp_path)), "-e", str(env), "install", "--no-checksum"]
+    scope = stage_scope(tmp_path, own_store=True)
+    args = ["-C", str(scope), "-e", str(env), "install", "--no-checksum"]
     before: dict[Path, float] = {}
     for attempt in range(2):
         log = tmp_path / f"install-{attempt}.log"
