@@ -208,7 +208,12 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # 18 runs, 3 prepared cases, the patched build and the MPI call counter's build
     assert "local:emu: 23/23 test cases passed" in done.stdout
-    rows = read_perflog(tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log")
+    logged = read_perflog(tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log")
+    # ./bench run reruns a failed run once on emu: its first attempt's row stays in the log
+    # (a rank crashed at start-up once in 18, session 21); every combination passes once.
+    rows = [r for r in logged if r["result"] == "pass"]
+    failed = [(r["variant"], r["launcher_kind"], r["nodes"]) for r in logged if r not in rows]
+    assert len(failed) == len(set(failed)) and len(failed) <= 1, failed
     assert sorted((r["variant"], r["launcher_kind"], r["nodes"]) for r in rows) == sorted(
         (v, k, n)
         for v in ("standard", "global", "local+global")
