@@ -33,6 +33,10 @@ INTER_NODE = LEVELS.index("inter_node")
 FACE_BYTES = 8
 #: The variants the model prices, and what each changes (docs/model.md).
 VARIANTS = ("standard", "global", "local+global", "esi-nodecomms")
+#: How far the model's communication on one node may exceed the measured step there before
+#: the costs are said not to fit the run: two variants with the same calls on one node
+#: differed by 13 % in one CI run (docs/model.md, No prediction).
+FIT_SLACK = 0.25
 
 
 @dataclass(frozen=True)
@@ -310,15 +314,20 @@ def predict(
         )
     calls = calls or work
     ones = communication(variant, base, machine, 1, costs, work, 0.0)
-    compute1 = work.step_s - sum(v for k, v in ones.items() if k != "iallreduce")
-    if compute1 <= 0:
+    comm1 = sum(v for k, v in ones.items() if k != "iallreduce")
+    if comm1 > work.step_s * (1 + FIT_SLACK):
         return Prediction(
             variant,
             nodes,
             None,
-            reason=f"the model's communication on one node ({sum(ones.values()):.3g} s) is "
-            f"the whole measured step ({work.step_s:.3g} s): the costs do not fit this run",
+            reason=f"the model's communication on one node ({comm1:.3g} s) is more than "
+            f"the whole measured step ({work.step_s:.3g} s) and {100 * FIT_SLACK:.0f} % "
+            f"more: the costs do not fit this run",
         )
+    # A step that is nearly all latency (a small case: thousands of reductions a step) can
+    # come out shorter than the model's communication by noise alone; its compute is then
+    # below what the model resolves, and counts as none.
+    compute1 = max(0.0, work.step_s - comm1)
     # A rank's compute per step: its cells (the total over the cores the ranks have) times
     # the solver's sweeps over them, which the halo exchanges per step count.
     share = min(base.n, base_cores or base.n) / min(graph.n, cores or graph.n)

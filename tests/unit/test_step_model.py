@@ -2,6 +2,7 @@
 the per-level fit, each term's dependence on what it prices, the one-node consistency, and
 "no prediction" where a measurement is missing."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -166,6 +167,20 @@ def test_a_measured_step_the_costs_exceed_gives_no_prediction():
     work = model.Workload(step_s=1e-6, ranks=8, halo=30, allreduce=20)
     p = model.predict("standard", base, machine, 1, costs(), work, base)
     assert p.step_s is None and "do not fit" in p.reason
+
+
+def test_a_step_just_under_the_models_communication_is_all_communication():
+    # A latency-bound step measured a little shorter than the model's communication (noise):
+    # the compute counts as none and the prediction is the communication, above the step.
+    machine = load(SMALL)
+    base = grid(2, 4)
+    work = model.Workload(step_s=1.0, ranks=8, halo=30, allreduce=20)
+    comm = sum(model.communication("standard", base, machine, 1, costs(), work, 0.0).values())
+    inside = dataclasses.replace(work, step_s=comm / (1 + model.FIT_SLACK / 2))
+    p = model.predict("standard", base, machine, 1, costs(), inside, base)
+    assert p.terms["compute"] == 0.0 and p.step_s == pytest.approx(comm)
+    beyond = dataclasses.replace(work, step_s=comm / (1 + 2 * model.FIT_SLACK))
+    assert model.predict("standard", base, machine, 1, costs(), beyond, base).step_s is None
 
 
 def test_pays_from_the_first_count_it_stays_ahead():

@@ -727,7 +727,8 @@ class Builder:
             "what the time-per-step model predicts from the p2p check's link costs, each "
             "variant's one-node run (its calls per step and compute) and each run's "
             "decomposition (docs/model.md). On one node the prediction is the measurement "
-            "(the compute is derived from it)."
+            "(the compute is derived from it), or the communication where that is longer "
+            "(a latency-bound step)."
         )
         sec.add(Table(list(modelcheck.HEADER), [modelcheck.cells(ln) for ln in lines]))
         for text in modelcheck.orderings(lines):
