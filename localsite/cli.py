@@ -557,6 +557,8 @@ def spack_command(args: argparse.Namespace) -> int:
             os.killpg(spack_run.pid, signal.SIGTERM)
             spack_run.wait()
     if spack_run.returncode == 0 and not interrupted:
+        if {"install", "concretize"} & set(spack_args):
+            offline_spack.keep_lock(site)
         return 0
     if interrupted or spack_run.returncode < 0:
         why = (

@@ -14,6 +14,7 @@ files the v1912 series touches.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -435,11 +436,43 @@ def why_it_stopped(output: str, mirror_dir: Path) -> str | None:
 SPACK_SPECS = {"org12": "openfoam-org@12", "v2512": "openfoam@2512"}
 
 
+def lock_key(site: str | None) -> str:
+    """What the environment concretizes from, as a digest: spack.yaml, the overlay repository,
+    the patch series and the site's file. The same key, the same spec hashes."""
+    digest = hashlib.sha256(f"{site or ''}\0".encode())
+    files = [paths.REPO / "spack.yaml"]
+    files += sorted(f for d in ("spack", "patches") for f in (paths.REPO / d).rglob("*"))
+    if site:
+        files.append(site_file(site))
+    for path in files:
+        if path.is_file() and path.suffix not in (".md", ".pyc"):
+            digest.update(str(path.relative_to(paths.REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _kept_lock(spack: OfflineSpack, site: str | None) -> Path:
+    return spack.root / "topofoam-locks" / f"{site or 'all'}-{lock_key(site)}.lock"
+
+
+def keep_lock(site: str | None) -> Path | None:
+    """After an install: the repository's spack.lock, kept in the offline Spack's folder
+    under the inputs' key, so that a fresh clone (git ignores spack.lock) still finds what
+    was installed for the same inputs."""
+    lock = paths.REPO / "spack.lock"
+    spack = None if missing() else _keyed(kit_dir())
+    if spack is None or not lock.is_file():
+        return None
+    kept = _kept_lock(spack, site)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(lock, kept)
+    return kept
+
+
 def installs() -> dict[str, dict]:
     """Per flavour of SPACK_SPECS: installed by ``TOPOFOAM_SITE=local ./bench spack -e .
-    install``, for the environment as it was last concretized here (the repository's
-    spack.lock), with what a job needs to load it; else why not. Reads Spack's files, runs
-    no Spack (./bench writes these facts on every start)."""
+    install`` for the current inputs (lock_key: the lock that install kept), with what a job
+    needs to load it; else why not. Reads Spack's files, runs no Spack (./bench writes these
+    facts on every start)."""
     install = "'TOPOFOAM_SITE=local ./bench spack -e . install --no-checksum'"
     why = missing()
     spack = None if why else _keyed(kit_dir())
@@ -448,10 +481,9 @@ def installs() -> dict[str, dict]:
     if why:
         return {name: {"installed": False, "why_not": why} for name in SPACK_SPECS}
     db = spack.root / "opt" / "spack" / ".spack-db" / "index.json"
-    lock = paths.REPO / "spack.lock"
     try:
         records = json.loads(db.read_text())["database"]["installs"]
-        roots = json.loads(lock.read_text())
+        roots = json.loads(_kept_lock(spack, "local").read_text())
     except (OSError, ValueError, KeyError):
         records, roots = {}, {}
     concrete = {
@@ -474,5 +506,9 @@ def installs() -> dict[str, dict]:
                 "env": {k: v for k, v in spack.environ().items() if k.startswith("SPACK_")},
             }
         else:
-            found[name] = {"installed": False, "why_not": f"{spec} is not installed -- {install}"}
+            found[name] = {
+                "installed": False,
+                "why_not": f"{spec} is not installed for the current recipes and patches -- "
+                f"{install}",
+            }
     return found
