@@ -58,13 +58,18 @@ class LinkCosts:
 def fit_level(points: list[tuple[int, float]]) -> tuple[float, float]:
     """(latency s, bandwidth bytes/s) from (bytes, one-way s) points: fabric's least squares
     of t = L + bytes / B. A time that does not grow with the size (cache-resident copies on
-    one node) is a latency alone: its mean, and an infinite bandwidth."""
+    one node) is a latency alone: its mean, and an infinite bandwidth. A time that grows
+    faster than linearly (the line meets the axis below zero: a protocol switch, or a
+    disturbed run at the large sizes) keeps its slope, and the smallest message's time is
+    the latency: the model's messages are small, and the mean would price them as large."""
     mean = sum(y for _, y in points) / len(points)
     if len({x for x, _ in points}) < 2:
         return mean, math.inf
     latency, bandwidth = fabric.fit(points)
     if bandwidth > 0 and latency > 0:
         return latency, bandwidth
+    if bandwidth > 0:
+        return min(points)[1], bandwidth
     return mean, math.inf
 
 
@@ -288,12 +293,15 @@ def predict(
     cores: int | None = None,
     base_cores: int | None = None,
     calls: Workload | None = None,
+    measured_on: tuple[Node, LinkCosts] | None = None,
 ) -> Prediction:
     """Time per step of ``variant`` on ``nodes`` nodes for decomposition ``graph``, from
     ``work`` measured on one node with decomposition ``base``. ``calls``: the calls per step
     counted with decomposition ``graph`` (iterations change with the decomposition); without
     them, the one-node run's. ``cores``/``base_cores``: the cores the ranks share there
-    (default: one each; an emulated cluster's nodes share one machine's cores)."""
+    (default: one each; an emulated cluster's nodes share one machine's cores).
+    ``measured_on``: the node and costs of the one-node run, where it ran on another machine
+    (a prediction before the site ran anything: its compute is that machine's)."""
     if variant not in VARIANTS:
         return Prediction(variant, nodes, None, reason=f"unknown variant {variant!r}")
     if nodes > 1 and not costs.has(INTER_NODE):
@@ -313,7 +321,8 @@ def predict(
             f"{(calls or work).ranks} ranks, the decompositions have {base.n} and {graph.n}",
         )
     calls = calls or work
-    ones = communication(variant, base, machine, 1, costs, work, 0.0)
+    there, there_costs = measured_on or (machine, costs)
+    ones = communication(variant, base, there, 1, there_costs, work, 0.0)
     comm1 = sum(v for k, v in ones.items() if k != "iallreduce")
     if comm1 > work.step_s * (1 + FIT_SLACK):
         return Prediction(

@@ -78,7 +78,7 @@ def _graph(rows: list[dict]):
     return None, "no run kept its commgraph.csv (run the multinode check again)"
 
 
-def _costs(
+def partition_costs(
     perflogs: Path, partition: str, fabric: str, emulated: bool, cache: dict, published=None
 ):
     """(LinkCosts, "") of the partition under ``fabric``, or (None, why not). An emulated
@@ -143,13 +143,12 @@ def workload(rows: list[dict], graph) -> tuple[model.Workload | None, str]:
     return work, ""
 
 
-def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], list[str]]:
-    """Every (series, variant, nodes) of the multi-node check, predicted and measured; and
-    notes (rows left out). ``since``: only runs that ended then or later (the perflogs'
-    local time, YYYY-MM-DDTHH:MM:SS); ``published``: see _costs."""
+def _grouped(perflogs: Path, since: str = "") -> tuple[dict, list[str]]:
+    """The multi-node check's passed, clocked rows: series -> (variant, nodes) -> rows; and
+    notes (rows left out)."""
     logs = perflog.read_system(perflogs, checks=(CHECK,))
     notes = list(logs.notes)
-    by = defaultdict(lambda: defaultdict(list))  # series -> (variant, nodes) -> rows
+    by = defaultdict(lambda: defaultdict(list))
     unclocked = 0
     for row in logs.rows:
         if str(row.get("time") or "") < since or row.get("result") != "pass":
@@ -163,24 +162,94 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
             f"{unclocked} passed {CHECK} run(s) logged no {MEASURE} (an older suite, before "
             f"topofoam.stepclock): run the multinode check again"
         )
+    return by, notes
+
+
+@dataclass
+class Inputs:
+    """What the model needs for one (variant, nodes): the one-node workload and its graph,
+    the calls per step and graph of the runs on ``nodes``."""
+
+    work: model.Workload
+    base: object  # CommGraph of the one-node run
+    calls: model.Workload
+    graph: object  # CommGraph of the runs on the node count
+
+
+def _inputs(runs: dict, variant: str, rows: list[dict]) -> tuple[Inputs | None, str]:
+    base_rows = runs.get((variant, 1))
+    graph, why_graph = _graph(rows)
+    base, why_base = _graph(base_rows or [])
+    reason = (
+        ("" if base_rows else "no one-node run of this variant to measure its work")
+        or why_graph
+        or why_base
+    )
+    if not reason:
+        work, reason = workload(base_rows, base)
+    if not reason:
+        calls, reason = workload(rows, graph)
+    if reason:
+        return None, reason
+    return Inputs(work, base, calls, graph), ""
+
+
+def _price(line: Line, inputs: Inputs, machine, costs, cores, measured_on=None) -> None:
+    """Set the line's prediction (or its reason) from ``inputs`` on ``machine`` with
+    ``costs``; ``measured_on``: (node, costs, cores) of the one-node run when it ran elsewhere."""
+    try:
+        p = model.predict(
+            line.variant,
+            inputs.graph,
+            machine,
+            line.nodes,
+            costs,
+            inputs.work,
+            inputs.base,
+            cores=cores,
+            base_cores=measured_on[2] if measured_on else cores,
+            calls=inputs.calls,
+            measured_on=measured_on[:2] if measured_on else None,
+        )
+    except InputError as e:  # a decomposition that does not fit the node's layout
+        line.reason = str(e)
+        return
+    line.predicted, line.reason = p.step_s, p.reason
+    line.terms = {k: float(v) for k, v in p.terms.items()}
+    if p.step_s is not None and line.measured:
+        line.error = (p.step_s - line.measured) / line.measured
+
+
+def _series_setting(perflogs: Path, series: tuple, runs: dict, cache: dict, published=None):
+    """(costs, machine, cores, why not) of a series' own partition."""
+    partition, _environ, fabric, _launcher = series
+    any_row = next(iter(runs.values()))[0]
+    emulated = any_row.get("timing") == "emulated"
+    costs, why_not = partition_costs(perflogs, partition, fabric, emulated, cache, published)
+    try:
+        machine = load(any_row.get("topology") or "local")
+    except InputError as e:
+        machine, why_not = None, why_not or f"the runs' topology: {e}"
+    # An emulated cluster's nodes share the cores of the machine it ran on, which is this
+    # one: its perflogs are never anywhere else.
+    return costs, machine, os.cpu_count() if emulated else None, why_not
+
+
+def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], list[str]]:
+    """Every (series, variant, nodes) of the multi-node check, predicted and measured; and
+    notes (rows left out). ``since``: only runs that ended then or later (the perflogs'
+    local time, YYYY-MM-DDTHH:MM:SS); ``published``: see partition_costs."""
+    by, notes = _grouped(perflogs, since)
     lines: list[Line] = []
     costs_cache: dict = {}
     for series, runs in sorted(by.items()):
-        partition, environ, fabric, launcher = series
-        any_row = next(iter(runs.values()))[0]
-        emulated = any_row.get("timing") == "emulated"
-        costs, why_not = _costs(perflogs, partition, fabric, emulated, costs_cache, published)
-        try:
-            machine = load(any_row.get("topology") or "local")
-        except InputError as e:
-            machine, why_not = None, why_not or f"the runs' topology: {e}"
+        costs, machine, cores, why_not = _series_setting(
+            perflogs, series, runs, costs_cache, published
+        )
         for (variant, nodes), rows in sorted(runs.items()):
             measured = summarise([r[MEASURE] for r in rows])
             line = Line(
-                partition,
-                environ,
-                fabric,
-                launcher,
+                *series,
                 variant,
                 nodes,
                 measured.n,
@@ -192,45 +261,62 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
                 values=[r[MEASURE] for r in rows],
             )
             lines.append(line)
-            base_rows = runs.get((variant, 1))
-            graph, why_graph = _graph(rows)
-            base, why_base = _graph(base_rows or [])
-            reason = (
-                why_not
-                or ("" if base_rows else "no one-node run of this variant to measure its work")
-                or why_graph
-                or why_base
-            )
-            if not reason:
-                work, reason = workload(base_rows, base)
-            if not reason:
-                calls, reason = workload(rows, graph)
+            inputs, reason = (None, why_not) if why_not else _inputs(runs, variant, rows)
             if reason:
                 line.reason = reason
                 continue
-            # An emulated cluster's nodes share the cores of the machine it ran on, which is
-            # this one: its perflogs are never anywhere else.
-            cores = os.cpu_count() if emulated else None
-            try:
-                p = model.predict(
-                    variant,
-                    graph,
-                    machine,
-                    nodes,
-                    costs,
-                    work,
-                    base,
-                    cores=cores,
-                    base_cores=cores,
-                    calls=calls,
-                )
-            except InputError as e:  # a decomposition that does not fit the node's layout
-                line.reason = str(e)
+            _price(line, inputs, machine, costs, cores)
+    return lines, notes
+
+
+@dataclass(frozen=True)
+class Target:
+    """A partition that has not run the multi-node check: its node and its link costs."""
+
+    partition: str
+    machine: object  # rankmap.topology.Node
+    costs: model.LinkCosts
+
+
+def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[str]]:
+    """Predictions for ``targets`` before they ran anything: the calls per step and the
+    decompositions counted in ``reference``'s runs of the multi-node check (the same case,
+    decomposition and ranks on every site: reframe/multinode.py), priced on each target's
+    node with its costs. The compute is the reference's one-node run's: the target's node
+    has not been measured. The reference's series with the most one-node runs is used."""
+    by, notes = _grouped(reference)
+    if not by:
+        return [], notes
+
+    def one_node_runs(item):
+        return sum(len(rows) for (_v, n), rows in item[1].items() if n == 1)
+
+    series, runs = max(sorted(by.items()), key=one_node_runs)
+    costs, machine, cores, why_not = _series_setting(reference, series, runs, {})
+    source = f"{reference.name}:{series[0]}"
+    lines = []
+    for target in targets:
+        for (variant, nodes), rows in sorted(runs.items()):
+            line = Line(
+                target.partition,
+                f"calls and compute: {source}",
+                target.costs.source,
+                series[3],
+                variant,
+                nodes,
+                0,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+            lines.append(line)
+            inputs, reason = (None, why_not) if why_not else _inputs(runs, variant, rows)
+            if reason:
+                line.reason = f"{source}: {reason}"
                 continue
-            line.predicted, line.reason = p.step_s, p.reason
-            line.terms = {k: float(v) for k, v in p.terms.items()}
-            if p.step_s is not None:
-                line.error = (p.step_s - measured.median) / measured.median
+            _price(line, inputs, target.machine, target.costs, None, (machine, costs, cores))
     return lines, notes
 
 

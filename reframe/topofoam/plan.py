@@ -229,24 +229,69 @@ def main(argv: list[str] | None = None) -> int:
 def model_lines(config: str, system: str) -> list[str]:
     """Which variants the time-per-step model expects to pay on the site, from its multi-node
     runs so far (their calls and decompositions) and its link costs: the p2p check's, else
-    the site file's ``published_costs`` (docs/model.md)."""
+    the site file's ``published_costs`` (docs/model.md). Before the site ran the multi-node
+    check, its calls and decompositions are the embedded default's (``local``): the check
+    runs the same case, decomposition and ranks everywhere."""
     from topofoam import modelcheck
 
     partitions = runpy.run_path(config)["site_configuration"]["systems"][0]["partitions"]
     published = {p["name"]: p.get("extras", {}).get("published_costs", "") for p in partitions}
     perflogs = results_dir() / "perflogs" / system
     lines, _ = modelcheck.check(perflogs, published=published) if perflogs.is_dir() else ([], [])
+    said = []
+    if not lines and system != "local":
+        reference = results_dir() / "perflogs" / "local"
+        targets, said = _targets(perflogs, partitions, published)
+        if targets and reference.is_dir():
+            lines, _ = modelcheck.elsewhere(reference, targets)
+        if targets and lines:
+            said.insert(
+                0,
+                f"before any multi-node run of {system}: its calls and decompositions are "
+                f"this machine's ({reference}), its compute this machine's one-node run's "
+                f"(run -t multinode on the site to replace both)",
+            )
     if not lines:
-        return [
-            f"no prediction -- no multi-node run of {system} under {perflogs} yet to count "
-            f"the solver's calls (reframe -C {config} -c reframe -r -t multinode, one and two "
-            f"nodes are enough)"
+        return said + [
+            f"no prediction -- no multi-node run of {system} under {perflogs}, nor of the "
+            f"embedded default (local) here, to count the solver's calls (reframe -C {config} "
+            f"-c reframe -r -t multinode, one and two nodes are enough; or ./bench run -- -t "
+            f"multinode here first)"
         ]
     return (
-        modelcheck.pays(lines)
+        said
+        + modelcheck.pays(lines)
         + modelcheck.where_the_time_goes(lines)
         + [f"no prediction: {r}" for r in modelcheck.reasons(lines)]
     )
+
+
+def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[list, list[str]]:
+    """The site's multi-node partitions the model can price (their node and link costs), and
+    a line for each it cannot."""
+    from rankmap.errors import InputError
+    from rankmap.topology import load
+    from topofoam import modelcheck
+
+    targets, said, cache = [], [], {}
+    for part in partitions:
+        if "multinode" not in part.get("features", []):
+            continue
+        name, topology = part["name"], part.get("extras", {}).get("topology")
+        costs, why = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
+        if costs is None or not topology:
+            said.append(
+                f"no prediction for {name}: "
+                + (why if costs is None else "its site file names no topology (extras)")
+                + (" -- run the p2p check there (-t p2p) or name its published_costs"
+                   if costs is None else "")
+            )  # fmt: skip
+            continue
+        try:
+            targets.append(modelcheck.Target(name, load(topology), costs))
+        except InputError as e:
+            said.append(f"no prediction for {name}: its topology: {e}")
+    return targets, said
 
 
 if __name__ == "__main__":
