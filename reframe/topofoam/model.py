@@ -86,7 +86,8 @@ def link_costs(table: Path | str, system: str) -> LinkCosts:
             rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     except OSError as e:
         raise ModelError(f"cannot read {table} ({e.strerror}) -- give a p2p table") from None
-    return costs_of_rows(rows, system, str(table))
+    seed = table.resolve() == fabric.TABLE.resolve()
+    return costs_of_rows(rows, system, "seed 000 Table 2" if seed else str(table))
 
 
 def costs_of_rows(rows: list[dict], system: str, source: str) -> LinkCosts:

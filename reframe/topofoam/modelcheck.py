@@ -143,7 +143,7 @@ def workload(rows: list[dict], graph) -> tuple[model.Workload | None, str]:
     return work, ""
 
 
-def _grouped(perflogs: Path, since: str = "") -> tuple[dict, list[str]]:
+def grouped(perflogs: Path, since: str = "") -> tuple[dict, list[str]]:
     """The multi-node check's passed, clocked rows: series -> (variant, nodes) -> rows; and
     notes (rows left out)."""
     logs = perflog.read_system(perflogs, checks=(CHECK,))
@@ -239,7 +239,7 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
     """Every (series, variant, nodes) of the multi-node check, predicted and measured; and
     notes (rows left out). ``since``: only runs that ended then or later (the perflogs'
     local time, YYYY-MM-DDTHH:MM:SS); ``published``: see partition_costs."""
-    by, notes = _grouped(perflogs, since)
+    by, notes = grouped(perflogs, since)
     lines: list[Line] = []
     costs_cache: dict = {}
     for series, runs in sorted(by.items()):
@@ -284,7 +284,7 @@ def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[
     decomposition and ranks on every site: reframe/multinode.py), priced on each target's
     node with its costs. The compute is the reference's one-node run's: the target's node
     has not been measured. The reference's series with the most one-node runs is used."""
-    by, notes = _grouped(reference)
+    by, notes = grouped(reference)
     if not by:
         return [], notes
 

@@ -251,6 +251,8 @@ def model_lines(config: str, system: str) -> list[str]:
                 f"this machine's ({reference}), its compute this machine's one-node run's "
                 f"(run -t multinode on the site to replace both)",
             )
+        elif said and not targets and reference.is_dir() and modelcheck.grouped(reference)[0]:
+            return said  # calls counted here, but no partition has costs: each line says so
     if not lines:
         return said + [
             f"no prediction -- no multi-node run of {system} under {perflogs}, nor of the "
@@ -278,14 +280,15 @@ def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[l
         if "multinode" not in part.get("features", []):
             continue
         name, topology = part["name"], part.get("extras", {}).get("topology")
-        costs, why = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
-        if costs is None or not topology:
+        costs, _ = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
+        if costs is None:
             said.append(
-                f"no prediction for {name}: "
-                + (why if costs is None else "its site file names no topology (extras)")
-                + (" -- run the p2p check there (-t p2p) or name its published_costs"
-                   if costs is None else "")
-            )  # fmt: skip
+                f"no prediction for {name}: no link costs -- run the p2p check there (-t p2p), "
+                f"or name its published_costs in the site file"
+            )
+            continue
+        if not topology:
+            said.append(f"no prediction for {name}: its site file names no topology (extras)")
             continue
         try:
             targets.append(modelcheck.Target(name, load(topology), costs))
