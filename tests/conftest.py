@@ -71,6 +71,17 @@ def bench_cli(
     )
 
 
+def run_env(results, profile: str = "none") -> dict:
+    """Environment of a `./bench run` with ``results`` as its results folder, under fabric
+    ``profile`` (the emulated partition repeats its timings under one: once here), talking to
+    the suite's own emulated cluster (no SLURM_CONF from the caller)."""
+    env = dict(
+        os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile, TOPOFOAM_REPEATS="1"
+    )
+    env.pop("SLURM_CONF", None)
+    return env
+
+
 @pytest.fixture
 def slurm_ports(monkeypatch):
     """Free ports for a test's own Slurm, so it never meets another one on this machine."""

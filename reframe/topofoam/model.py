@@ -34,9 +34,10 @@ FACE_BYTES = 8
 #: The variants the model prices, and what each changes (docs/model.md).
 VARIANTS = ("standard", "global", "local+global", "esi-nodecomms")
 #: How far the model's communication on one node may exceed the measured step there before
-#: the costs are said not to fit the run: two variants with the same calls on one node
-#: differed by 13 % in one CI run (docs/model.md, No prediction).
-FIT_SLACK = 0.25
+#: the costs are said not to fit the run: the one-node steps of the same calls ranged from
+#: 4.3 to 6.3 ms over six runs here (docs/model.md, No prediction); a disturbed p2p run
+#: misses by 10 to 100 times.
+FIT_SLACK = 0.5
 
 
 @dataclass(frozen=True)

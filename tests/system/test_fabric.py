@@ -4,12 +4,9 @@ the p2p check measures round trips and bandwidth near what was set, and every pe
 and the report say which profile the links had. A name that is no profile stops the run
 before anything starts."""
 
-import os
-import subprocess
-
 import pytest
 
-from conftest import PYTHON, REPO, needs_root
+from conftest import bench_cli, needs_root, run_env
 from topofoam import fabric
 from topofoam.results import perflog
 
@@ -19,13 +16,7 @@ PROFILE = "vsc5x100"
 
 
 def bench_emu(results, profile, *args):
-    # Under a profile the emulated partition repeats its timings (TOPOFOAM_REPEATS): once here.
-    env = dict(
-        os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile, TOPOFOAM_REPEATS="1"
-    )
-    env.pop("SLURM_CONF", None)
-    command = [PYTHON, "-m", "localsite.cli", "run", "--partition", "emu", *args]
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    return bench_cli("run", "--partition", "emu", *args, env=run_env(results, profile))
 
 
 def test_the_p2p_check_measures_the_profile_back(tmp_path):

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON, REPO, needs_root
+from conftest import PYTHON, REPO, bench_cli, needs_root, run_env
 from rankmap.topology import load
 from topofoam import model, modelcheck
 from topofoam.model import FIT_SLACK
@@ -23,19 +23,8 @@ SELECT = r"MultiNodeRun.*variant=(standard|local\+global).*launcher_kind=srun"
 
 
 def bench(results, partition, tag, *args, profile="none"):
-    env = dict(
-        os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_FABRIC=profile, TOPOFOAM_REPEATS="1"
-    )
-    env.pop("SLURM_CONF", None)
-    command = [PYTHON, "-m", "localsite.cli", "run", "--partition", partition, "--tag", tag]
-    done = subprocess.run(
-        command + ([*["--"], *args] if args else []),
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
+    command = ["run", "--partition", partition, "--tag", tag, *(["--", *args] if args else [])]
+    done = bench_cli(*command, env=run_env(results, profile), timeout=1500)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
