@@ -86,9 +86,16 @@ def partition_costs(
     the levels inside a node are the ones measured on the machine's other partitions. Where
     the partition has no p2p measurement, ``published`` (partition -> system) names its
     row of seed 000 Table 2, as the site file's ``published_costs`` does."""
+
+    def measured(under: str | None) -> list[dict]:  # the p2p table, read once per call's cache
+        if ("p2p table", under, None) not in cache:
+            keep = None if under is None else (lambda r: (r.get("fabric") or "none") == under)
+            cache["p2p table", under, None] = p2p_table.table(perflogs, keep=keep)
+        return cache["p2p table", under, None]
+
     key = (partition, fabric)
     if key not in cache and (published or {}).get(partition):
-        rows = p2p_table.table(perflogs, keep=lambda r: (r.get("fabric") or "none") == fabric)
+        rows = measured(fabric)
         if not any(r["system"] == f"{perflogs.name}:{partition}" for r in rows):
             system = published[partition]
             try:
@@ -97,11 +104,10 @@ def partition_costs(
                 cache[key] = None, str(e)
     if key not in cache:
         system = f"{perflogs.name}:{partition}"
-        rows = p2p_table.table(perflogs, keep=lambda r: (r.get("fabric") or "none") == fabric)
-        mine = [r for r in rows if r["system"] == system]
+        mine = [r for r in measured(fabric) if r["system"] == system]
         source = f"PingPongRun ({fabric})"
         if emulated:
-            inside = [r for r in p2p_table.table(perflogs) if r["system"] != system]
+            inside = [r for r in measured(None) if r["system"] != system]
             merged = {}
             for row in inside + mine:  # its own measurements last: they win
                 into = merged.setdefault(
