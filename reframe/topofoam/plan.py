@@ -280,7 +280,10 @@ def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[l
         if "multinode" not in part.get("features", []):
             continue
         name, topology = part["name"], part.get("extras", {}).get("topology")
-        costs, _ = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
+        costs, why = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
+        if costs is None and published.get(name):
+            said.append(f"no prediction for {name}: its published_costs: {why}")
+            continue
         if costs is None:
             said.append(
                 f"no prediction for {name}: no link costs -- run the p2p check there (-t p2p), "
