@@ -2,7 +2,7 @@
 
     costs = link_costs(table, "vsc5")                  # per level: latency and bandwidth
     work = Workload.from_counts(calls, steps=20, ranks=2, neighbours=2, step_s=0.011)
-    p = predict("local+global", graph, machine, nodes=4, costs=costs, work=work, base=graph1)
+    p = predict("local+global", 4, graph, Machine(node, costs), work, base=graph1)
 
 A step is compute plus the solver's communication, each call priced by the hardware level its
 messages cross: halo exchanges by the placement's neighbours and faces, reductions along the
@@ -172,6 +172,16 @@ class Workload:
         )
 
 
+@dataclass(frozen=True)
+class Machine:
+    """Where runs are priced: the node's layout, the link costs per level, and the cores the
+    ranks share (None: one each; an emulated cluster's nodes share one machine's cores)."""
+
+    node: Node
+    costs: LinkCosts
+    cores: int | None = None
+
+
 @dataclass
 class Prediction:
     variant: str
@@ -257,17 +267,12 @@ def placement_for(variant: str, graph: CommGraph, machine: Node, nodes: int, cos
 
 
 def communication(
-    variant: str,
-    graph: CommGraph,
-    machine: Node,
-    nodes: int,
-    costs: LinkCosts,
-    work: Workload,
-    compute_s: float,
+    variant: str, graph: CommGraph, nodes: int, on: Machine, work: Workload, compute_s: float
 ) -> dict[str, float]:
     """Seconds per step each kind of call costs, the compute ``compute_s`` given."""
+    costs = on.costs
     hop = [c * 1e6 if c is not None else 0.0 for c in costs.latency]
-    placed, schedule = placement_for(variant, graph, machine, nodes, hop)
+    placed, schedule = placement_for(variant, graph, on.node, nodes, hop)
     coll = collective_times(placed, costs, two_level=variant == "esi-nodecomms")
     terms = {
         "halo": work.halo * halo_time(graph, placed, costs),
@@ -286,24 +291,20 @@ def communication(
 
 def predict(
     variant: str,
-    graph: CommGraph,
-    machine: Node,
     nodes: int,
-    costs: LinkCosts,
+    graph: CommGraph,
+    on: Machine,
     work: Workload,
     base: CommGraph,
-    cores: int | None = None,
-    base_cores: int | None = None,
     calls: Workload | None = None,
-    measured_on: tuple[Node, LinkCosts] | None = None,
+    measured_on: Machine | None = None,
 ) -> Prediction:
-    """Time per step of ``variant`` on ``nodes`` nodes for decomposition ``graph``, from
-    ``work`` measured on one node with decomposition ``base``. ``calls``: the calls per step
-    counted with decomposition ``graph`` (iterations change with the decomposition); without
-    them, the one-node run's. ``cores``/``base_cores``: the cores the ranks share there
-    (default: one each; an emulated cluster's nodes share one machine's cores).
-    ``measured_on``: the node and costs of the one-node run, where it ran on another machine
-    (a prediction before the site ran anything: its compute is that machine's)."""
+    """Time per step of ``variant`` on ``nodes`` nodes of ``on`` for decomposition ``graph``,
+    from ``work`` measured on one node with decomposition ``base``. ``calls``: the calls per
+    step counted with decomposition ``graph`` (iterations change with the decomposition);
+    without them, the one-node run's. ``measured_on``: where the one-node run ran, when not
+    on ``on`` (a prediction before the site ran anything: its compute is that machine's)."""
+    costs = on.costs
     if variant not in VARIANTS:
         return Prediction(variant, nodes, None, reason=f"unknown variant {variant!r}")
     if nodes > 1 and not costs.has(INTER_NODE):
@@ -323,8 +324,8 @@ def predict(
             f"{(calls or work).ranks} ranks, the decompositions have {base.n} and {graph.n}",
         )
     calls = calls or work
-    there, there_costs = measured_on or (machine, costs)
-    ones = communication(variant, base, there, 1, there_costs, work, 0.0)
+    there = measured_on or on
+    ones = communication(variant, base, 1, there, work, 0.0)
     comm1 = sum(v for k, v in ones.items() if k != "iallreduce")
     if comm1 > work.step_s * (1 + FIT_SLACK):
         return Prediction(
@@ -341,12 +342,12 @@ def predict(
     compute1 = max(0.0, work.step_s - comm1)
     # A rank's compute per step: its cells (the total over the cores the ranks have) times
     # the solver's sweeps over them, which the halo exchanges per step count.
-    share = min(base.n, base_cores or base.n) / min(graph.n, cores or graph.n)
+    share = min(base.n, there.cores or base.n) / min(graph.n, on.cores or graph.n)
     sweeps = calls.halo / work.halo if work.halo else 1.0
     compute = compute1 * share * sweeps
     terms = {
         "compute": compute,
-        **communication(variant, graph, machine, nodes, costs, calls, compute),
+        **communication(variant, graph, nodes, on, calls, compute),
     }
     return Prediction(variant, nodes, float(sum(terms.values())), terms)
 

@@ -200,22 +200,21 @@ def _inputs(runs: dict, variant: str, rows: list[dict]) -> tuple[Inputs | None, 
     return Inputs(work, base, calls, graph), ""
 
 
-def _price(line: Line, inputs: Inputs, machine, costs, cores, measured_on=None) -> None:
-    """Set the line's prediction (or its reason) from ``inputs`` on ``machine`` with
-    ``costs``; ``measured_on``: (node, costs, cores) of the one-node run when it ran elsewhere."""
+def _price(
+    line: Line, inputs: Inputs, on: model.Machine, measured_on: model.Machine | None = None
+) -> None:
+    """Set the line's prediction (or its reason) from ``inputs`` on ``on``; ``measured_on``:
+    where the one-node run ran, when elsewhere."""
     try:
         p = model.predict(
             line.variant,
-            inputs.graph,
-            machine,
             line.nodes,
-            costs,
+            inputs.graph,
+            on,
             inputs.work,
             inputs.base,
-            cores=cores,
-            base_cores=measured_on[2] if measured_on else cores,
             calls=inputs.calls,
-            measured_on=measured_on[:2] if measured_on else None,
+            measured_on=measured_on,
         )
     except InputError as e:  # a decomposition that does not fit the node's layout
         line.reason = str(e)
@@ -226,19 +225,23 @@ def _price(line: Line, inputs: Inputs, machine, costs, cores, measured_on=None) 
         line.error = (p.step_s - line.measured) / line.measured
 
 
-def _series_setting(perflogs: Path, series: tuple, runs: dict, cache: dict, published=None):
-    """(costs, machine, cores, why not) of a series' own partition."""
+def _series_machine(
+    perflogs: Path, series: tuple, runs: dict, cache: dict, published=None
+) -> tuple[model.Machine | None, str]:
+    """(the series' own partition as the model prices it, "") or (None, why not)."""
     partition, _environ, fabric, _launcher = series
     any_row = next(iter(runs.values()))[0]
     emulated = any_row.get("timing") == "emulated"
     costs, why_not = partition_costs(perflogs, partition, fabric, emulated, cache, published)
     try:
-        machine = load(any_row.get("topology") or "local")
+        node = load(any_row.get("topology") or "local")
     except InputError as e:
-        machine, why_not = None, why_not or f"the runs' topology: {e}"
+        return None, why_not or f"the runs' topology: {e}"
+    if costs is None:
+        return None, why_not
     # An emulated cluster's nodes share the cores of the machine it ran on, which is this
     # one: its perflogs are never anywhere else.
-    return costs, machine, os.cpu_count() if emulated else None, why_not
+    return model.Machine(node, costs, os.cpu_count() if emulated else None), ""
 
 
 def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], list[str]]:
@@ -249,9 +252,7 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
     lines: list[Line] = []
     costs_cache: dict = {}
     for series, runs in sorted(by.items()):
-        costs, machine, cores, why_not = _series_setting(
-            perflogs, series, runs, costs_cache, published
-        )
+        machine, why_not = _series_machine(perflogs, series, runs, costs_cache, published)
         for (variant, nodes), rows in sorted(runs.items()):
             measured = summarise([r[MEASURE] for r in rows])
             line = Line(
@@ -271,7 +272,7 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
             if reason:
                 line.reason = reason
                 continue
-            _price(line, inputs, machine, costs, cores)
+            _price(line, inputs, machine)
     return lines, notes
 
 
@@ -280,8 +281,7 @@ class Target:
     """A partition that has not run the multi-node check: its node and its link costs."""
 
     partition: str
-    machine: object  # rankmap.topology.Node
-    costs: model.LinkCosts
+    machine: model.Machine
 
 
 def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[str]]:
@@ -298,7 +298,7 @@ def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[
         return sum(len(rows) for (_v, n), rows in item[1].items() if n == 1)
 
     series, runs = max(sorted(by.items()), key=one_node_runs)
-    costs, machine, cores, why_not = _series_setting(reference, series, runs, {})
+    machine, why_not = _series_machine(reference, series, runs, {})
     source = f"{reference.name}:{series[0]}"
     lines = []
     for target in targets:
@@ -306,7 +306,7 @@ def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[
             line = Line(
                 target.partition,
                 f"calls and compute: {source}",
-                target.costs.source,
+                target.machine.costs.source,
                 series[3],
                 variant,
                 nodes,
@@ -322,7 +322,7 @@ def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[
             if reason:
                 line.reason = f"{source}: {reason}"
                 continue
-            _price(line, inputs, target.machine, target.costs, None, (machine, costs, cores))
+            _price(line, inputs, target.machine, measured_on=machine)
     return lines, notes
 
 

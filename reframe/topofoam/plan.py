@@ -273,7 +273,7 @@ def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[l
     a line for each it cannot."""
     from rankmap.errors import InputError
     from rankmap.topology import load
-    from topofoam import modelcheck
+    from topofoam import model, modelcheck
 
     targets, said, cache = [], [], {}
     for part in partitions:
@@ -294,7 +294,7 @@ def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[l
             said.append(f"no prediction for {name}: its site file names no topology (extras)")
             continue
         try:
-            targets.append(modelcheck.Target(name, load(topology), costs))
+            targets.append(modelcheck.Target(name, model.Machine(load(topology), costs)))
         except InputError as e:
             said.append(f"no prediction for {name}: its topology: {e}")
     return targets, said

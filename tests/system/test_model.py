@@ -110,7 +110,9 @@ def test_before_a_site_ran_anything_its_costs_price_this_machines_calls(measured
     # machine's runs give the calls and graphs, each site's node and published costs price them.
     reference = measured / "perflogs" / "local"
     sites = {
-        name: modelcheck.Target(name, load(name), model.link_costs(model.fabric.TABLE, name))
+        name: modelcheck.Target(
+            name, model.Machine(load(name), model.link_costs(model.fabric.TABLE, name))
+        )
         for name in ("vsc5", "hpc2")
     }
     lines, _ = modelcheck.elsewhere(reference, list(sites.values()))
@@ -121,11 +123,11 @@ def test_before_a_site_ran_anything_its_costs_price_this_machines_calls(measured
     for ln in lines:
         assert ln.predicted and ln.predicted > 0 and ln.measured is None, ln
         assert ln.environ.startswith("calls and compute: local:emu"), ln
-        assert ln.fabric == sites[ln.partition].costs.source
+        assert ln.fabric == sites[ln.partition].machine.costs.source
     # Each site's own inter-node latency prices the all-reduces between nodes.
     hpc2 = {ln.nodes: ln.terms["allreduce"] for ln in lines if ln.partition == "hpc2"}
     vsc5 = {ln.nodes: ln.terms["allreduce"] for ln in lines if ln.partition == "vsc5"}
-    ratio = sites["hpc2"].costs.latency[-1] / sites["vsc5"].costs.latency[-1]
+    ratio = sites["hpc2"].machine.costs.latency[-1] / sites["vsc5"].machine.costs.latency[-1]
     assert (hpc2[4] > vsc5[4]) == (ratio > 1), (hpc2, vsc5, ratio)
 
 

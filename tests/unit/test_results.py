@@ -73,6 +73,26 @@ def test_rows_are_typed_and_units_kept(tmp_path):
     assert logs.units == {"wall": "s"} and logs.notes == []
 
 
+def test_a_moved_results_folder_keeps_its_runs_output_folders(tmp_path):
+    """Results copied off the cluster (a report written elsewhere): a run's logged output
+    folder is found under the results folder the perflog is in now; one that is nowhere
+    stays as logged."""
+    logged = "/scratch/gone/results/reframe/output/oci/nps2/env/Intra1Run_ab12"
+    moved = tmp_path / "reframe/output/oci/nps2/env/Intra1Run_ab12"
+    moved.mkdir(parents=True)
+    write_log(tmp_path, "Intra1Run", [line(ppn=18)], partition="nps2")
+    path = tmp_path / "perflogs/oci/nps2/Intra1Run.log"
+    text = path.read_text().splitlines()
+    header = text[0] + "|outputdir"
+    path.write_text("\n".join([header, text[1] + f"|{logged}", text[1].replace("|18|", "|36|")
+                               + "|/scratch/gone/elsewhere/Intra1Run_cd34"]) + "\n")  # fmt: skip
+    rows = perflog.read_system(tmp_path / "perflogs" / "oci").rows
+    assert {r["ppn"]: r["outputdir"] for r in rows} == {
+        18: str(moved),
+        36: "/scratch/gone/elsewhere/Intra1Run_cd34",
+    }
+
+
 def test_what_is_not_a_run_is_never_a_row(tmp_path):
     """A line cut by a crash, the header repeated by concatenation (and the copy of a run
     it brings) and a --dry-run's pass without values are left out, each said once."""

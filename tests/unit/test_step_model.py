@@ -62,10 +62,12 @@ def test_a_table_without_inter_node_rows_gives_no_prediction(tmp_path):
     machine = load(SMALL)
     base = grid(2, 2)
     work = model.Workload(step_s=0.01, ranks=4, halo=10, allreduce=5)
-    p = model.predict("standard", grid(4, 2), machine, 2, c, work, base)
+    p = model.predict("standard", 2, grid(4, 2), model.Machine(machine, c), work, base)
     assert p.step_s is None and "inter-node" in p.reason and "p2p" in p.reason
     # one node needs no inter-node costs
-    assert model.predict("standard", base, machine, 1, c, work, base).step_s is not None
+    assert (
+        model.predict("standard", 1, base, model.Machine(machine, c), work, base).step_s is not None
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,7 +123,7 @@ def test_one_node_prediction_is_the_measured_step():
     machine = load(SMALL)
     base = grid(2, 4)
     work = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=20, tree=2, alltoall=1)
-    p = model.predict("standard", base, machine, 1, costs(), work, base)
+    p = model.predict("standard", 1, base, model.Machine(machine, costs()), work, base)
     assert p.step_s == pytest.approx(0.02)
     assert p.terms["compute"] < 0.02
 
@@ -130,16 +132,24 @@ def test_dearer_links_predict_slower_steps_and_more_nodes_less_compute():
     machine = load(SMALL)
     base, wide = grid(2, 4), grid(4, 8)
     work = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=20, tree=2)
-    cheap = model.predict("standard", wide, machine, 4, costs(), work, base)
+    cheap = model.predict("standard", 4, wide, model.Machine(machine, costs()), work, base)
     dear = model.predict(
-        "standard", wide, machine, 4, costs(latency_us=(0.2, 0.4, 0.8, 500.0)), work, base
+        "standard",
+        4,
+        wide,
+        model.Machine(machine, costs(latency_us=(0.2, 0.4, 0.8, 500.0))),
+        work,
+        base,
     )
     assert dear.step_s > cheap.step_s
     assert cheap.terms["compute"] == pytest.approx(
-        model.predict("standard", base, machine, 1, costs(), work, base).terms["compute"] / 4
+        model.predict("standard", 1, base, model.Machine(machine, costs()), work, base).terms[
+            "compute"
+        ]
+        / 4
     )
     # an emulated cluster's nodes share one machine's cores: no compute gained
-    shared = model.predict("standard", wide, machine, 4, costs(), work, base, cores=2, base_cores=2)
+    shared = model.predict("standard", 4, wide, model.Machine(machine, costs(), 2), work, base)
     assert shared.terms["compute"] == pytest.approx(cheap.terms["compute"] * 4)
 
 
@@ -149,11 +159,11 @@ def test_a_non_blocking_reduction_hides_behind_compute():
     c = costs(latency_us=(0.2, 0.4, 0.8, 2000.0))
     blocking = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=20)
     pipelined = model.Workload(step_s=0.02, ranks=8, halo=30, allreduce=0, iallreduce=20)
-    slow = model.predict("standard", wide, machine, 4, c, blocking, base)
-    fast = model.predict("standard", wide, machine, 4, c, pipelined, base)
+    slow = model.predict("standard", 4, wide, model.Machine(machine, c), blocking, base)
+    fast = model.predict("standard", 4, wide, model.Machine(machine, c), pipelined, base)
     assert fast.terms["iallreduce"] < slow.terms["allreduce"]
     # with no compute to hide behind, it costs what the blocking one does
-    assert model.communication("standard", wide, machine, 4, c, pipelined, 0.0)[
+    assert model.communication("standard", wide, 4, model.Machine(machine, c), pipelined, 0.0)[
         "iallreduce"
     ] == pytest.approx(slow.terms["allreduce"])
 
@@ -173,7 +183,7 @@ def test_a_measured_step_the_costs_exceed_gives_no_prediction():
     machine = load(SMALL)
     base = grid(2, 4)
     work = model.Workload(step_s=1e-6, ranks=8, halo=30, allreduce=20)
-    p = model.predict("standard", base, machine, 1, costs(), work, base)
+    p = model.predict("standard", 1, base, model.Machine(machine, costs()), work, base)
     assert p.step_s is None and "do not fit" in p.reason
 
 
@@ -183,12 +193,19 @@ def test_a_step_just_under_the_models_communication_is_all_communication():
     machine = load(SMALL)
     base = grid(2, 4)
     work = model.Workload(step_s=1.0, ranks=8, halo=30, allreduce=20)
-    comm = sum(model.communication("standard", base, machine, 1, costs(), work, 0.0).values())
+    comm = sum(
+        model.communication(
+            "standard", base, 1, model.Machine(machine, costs()), work, 0.0
+        ).values()
+    )
     inside = dataclasses.replace(work, step_s=comm / (1 + model.FIT_SLACK / 2))
-    p = model.predict("standard", base, machine, 1, costs(), inside, base)
+    p = model.predict("standard", 1, base, model.Machine(machine, costs()), inside, base)
     assert p.terms["compute"] == 0.0 and p.step_s == pytest.approx(comm)
     beyond = dataclasses.replace(work, step_s=comm / (1 + 2 * model.FIT_SLACK))
-    assert model.predict("standard", base, machine, 1, costs(), beyond, base).step_s is None
+    assert (
+        model.predict("standard", 1, base, model.Machine(machine, costs()), beyond, base).step_s
+        is None
+    )
 
 
 def test_pays_from_the_first_count_it_stays_ahead():

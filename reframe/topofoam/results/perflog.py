@@ -159,6 +159,8 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
         if invalid:
             out.rejected.append((row, invalid))
             continue
+        if row.get("outputdir"):
+            row["outputdir"] = _moved(row["outputdir"], path)
         row["_identity"] = run_identity(row, f"{header_line}\n{line}")
         out.rows.append(row)
     if cut:
@@ -177,6 +179,21 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
             f"{path}: {empty} passed row(s) without any measured value were left "
             f"out (written by a --dry-run, where nothing ran)"
         )
+
+
+def _moved(outputdir: str, perflog: Path) -> str:
+    """A run's output folder, where the results folder was moved or copied since (a report
+    written on another machine): the same place under the results folder the perflog is in
+    now (<results>/perflogs/<system>/<partition>/<file>; ReFrame's <results>/reframe/output)."""
+    given = Path(outputdir)
+    if given.is_dir() or len(perflog.parents) < 4:
+        return outputdir
+    parts = given.parts
+    for i in range(len(parts) - 1):
+        if parts[i : i + 2] == ("reframe", "output"):
+            here = perflog.parents[3].joinpath(*parts[i:])
+            return str(here) if here.is_dir() else outputdir
+    return outputdir
 
 
 def read_system(root: Path, system: str = "", *, checks: tuple[str, ...] = ()) -> Perflogs:
