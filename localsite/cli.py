@@ -315,6 +315,12 @@ def run(args: argparse.Namespace) -> int:
             if args.openfoam == name:
                 raise UsageError(f"OpenFOAM {name}: {installed['why_not']}")
             print(f"bench: OpenFOAM {name} left out: {installed['why_not']}")
+        elif args.openfoam in (name, "all"):
+            # Its jobs `spack load` it in the project's environment (as on a cluster), which
+            # needs the lock it was installed from; a fresh clone has none (git ignores it).
+            said = offline_spack.restore_lock("local", installed["hash"])
+            if said:
+                print(f"bench: {said}")
     partitions = _with_ompi5(partitions, args, found_facts)
     # A killed earlier run may still be computing: its timings and ours would both be wrong.
     found = strays.find(results / "reframe" / "stage")

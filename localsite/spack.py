@@ -468,6 +468,23 @@ def keep_lock(site: str | None) -> Path | None:
     return kept
 
 
+def restore_lock(site: str, installed_hash: str) -> str:
+    """Give the repository the lock ``installed_hash`` was installed from (keep_lock), when it
+    has none: the jobs' `spack load` reads the environment. A lock of other inputs is left
+    as it is, and said in one line with the fix. Returns what it did ("" for nothing)."""
+    lock = paths.REPO / "spack.lock"
+    kept = _kept_lock(_keyed(kit_dir()), site)
+    if lock.is_file():
+        if installed_hash in lock.read_text():
+            return ""
+        return (
+            f"{lock} was concretized for other inputs than the installed {installed_hash[:7]}: "
+            f"its jobs will not find it -- TOPOFOAM_SITE={site} ./bench spack -e . concretize -f"
+        )
+    shutil.copyfile(kept, lock)
+    return f"spack.lock: the lock of the installed {installed_hash[:7]} ({kept})"
+
+
 def installs() -> dict[str, dict]:
     """Per flavour of SPACK_SPECS: installed by ``TOPOFOAM_SITE=local ./bench spack -e .
     install`` for the current inputs (lock_key: the lock that install kept), with what a job

@@ -2,6 +2,7 @@
 the environment concretizes from, so a fresh clone finds the install of the same inputs and
 a changed recipe or patch does not pass for installed."""
 
+import os
 import shutil
 
 import pytest
@@ -39,3 +40,29 @@ def test_a_readme_does_not_change_the_key(tree):
     key = spack.lock_key("local")
     (tree / "spack" / "README.md").write_text("reworded\n")
     assert spack.lock_key("local") == key
+
+
+@pytest.fixture
+def kit(monkeypatch, tmp_path):
+    """The offline kit named (its archives are only checksummed here), and a cache of the
+    test's own, so the real Spack's kept locks are never touched."""
+    found = REPO.parent / "shared" / "offline" / "spack"
+    where = os.environ.get(spack.KIT_SETTING) or (str(found) if found.is_dir() else "")
+    if not where:
+        pytest.skip(f"{spack.KIT_SETTING} is not set and ../shared/offline/spack is absent")
+    monkeypatch.setenv(spack.KIT_SETTING, where)
+    monkeypatch.setenv("TOPOFOAM_CACHE", str(tmp_path / "cache"))
+
+
+def test_a_fresh_clone_gets_the_lock_it_was_installed_from(tree, kit):
+    lock = tree / "spack.lock"
+    lock.write_text('{"roots": [{"hash": "abcdefg1234"}]}')
+    kept = spack.keep_lock("local")
+    lock.unlink()
+    said = spack.restore_lock("local", "abcdefg1234")
+    assert lock.read_text() == kept.read_text() and "abcdefg" in said
+    assert spack.restore_lock("local", "abcdefg1234") == ""  # it has it now
+    # a lock of other inputs is left as it is, and said with the fix
+    lock.write_text('{"roots": [{"hash": "zzzzzzz9999"}]}')
+    said = spack.restore_lock("local", "abcdefg1234")
+    assert "concretize -f" in said and "zzzzzzz" in lock.read_text()
