@@ -316,8 +316,8 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"OpenFOAM {name}: {installed['why_not']}")
             print(f"bench: OpenFOAM {name} left out: {installed['why_not']}")
         elif args.openfoam in (name, "all"):
-            # Its jobs `spack load` it in the project's environment (as on a cluster), which
-            # needs the lock it was installed from; a fresh clone has none (git ignores it).
+            # Its jobs `spack load` it in the project's environment, with the lock it was
+            # installed from (facts.write gave a clone without one the kept lock).
             said = offline_spack.restore_lock("local", installed["hash"])
             if said:
                 print(f"bench: {said}")

@@ -89,7 +89,14 @@ def write(path: Path | None = None) -> Path:
     path = path or facts_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(gather(), indent=1) + "\n")
+    found = gather()
+    # The local site's Spack environments `spack load` through the project's environment,
+    # which needs the lock they were installed from; git ignores it, so a fresh clone has
+    # none until given the kept one (a lock of other inputs stays: `./bench run` says so).
+    for installed in found["spack"].values():
+        if installed.get("installed"):
+            offline_spack.restore_lock("local", installed["hash"])
+    tmp.write_text(json.dumps(found, indent=1) + "\n")
     tmp.replace(path)
     return path
 
