@@ -34,10 +34,10 @@ FACE_BYTES = 8
 #: The variants the model prices, and what each changes (docs/model.md).
 VARIANTS = ("standard", "global", "local+global", "esi-nodecomms")
 #: How far the model's communication on one node may exceed the measured step there before
-#: the costs are said not to fit the run: the one-node steps of the same calls ranged from
-#: 4.3 to 6.3 ms over six runs here (docs/model.md, No prediction); a disturbed p2p run
-#: misses by 10 to 100 times.
-FIT_SLACK = 0.5
+#: the costs are said not to fit the run: on this 2-core machine the one-node steps of the
+#: same calls ranged from 4.2 to 6.3 ms, and the communication came out up to 65 % above
+#: the step (docs/model.md, No prediction); a disturbed p2p run misses by 10 to 100 times.
+FIT_SLACK = 2.0
 
 
 @dataclass(frozen=True)
