@@ -315,12 +315,11 @@ def run(args: argparse.Namespace) -> int:
             if args.openfoam == name:
                 raise UsageError(f"OpenFOAM {name}: {installed['why_not']}")
             print(f"bench: OpenFOAM {name} left out: {installed['why_not']}")
-        elif args.openfoam in (name, "all"):
+        elif args.openfoam in (name, "all") and installed.get("lock"):
             # Its jobs `spack load` it in the project's environment, with the lock it was
-            # installed from (facts.write gave a clone without one the kept lock).
-            said = offline_spack.restore_lock("local", installed["hash"])
-            if said:
-                print(f"bench: {said}")
+            # installed from: facts.write gave a clone without one the kept lock, or found
+            # a lock of other inputs.
+            print(f"bench: {installed['lock']}")
     partitions = _with_ompi5(partitions, args, found_facts)
     # A killed earlier run may still be computing: its timings and ours would both be wrong.
     found = strays.find(results / "reframe" / "stage")

@@ -92,10 +92,11 @@ def write(path: Path | None = None) -> Path:
     found = gather()
     # The local site's Spack environments `spack load` through the project's environment,
     # which needs the lock they were installed from; git ignores it, so a fresh clone has
-    # none until given the kept one (a lock of other inputs stays: `./bench run` says so).
+    # none until given the kept one (a lock of other inputs stays: `./bench run` says what
+    # restore_lock said).
     for installed in found["spack"].values():
         if installed.get("installed"):
-            offline_spack.restore_lock("local", installed["hash"])
+            installed["lock"] = offline_spack.restore_lock("local", installed["hash"])
     tmp.write_text(json.dumps(found, indent=1) + "\n")
     tmp.replace(path)
     return path

@@ -468,6 +468,14 @@ def keep_lock(site: str | None) -> Path | None:
     return kept
 
 
+def _root_hashes(lock: Path) -> set[str]:
+    """The hashes of the root specs a Spack lock concretized (none if it cannot be read)."""
+    try:
+        return {root["hash"] for root in json.loads(lock.read_text()).get("roots", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+
+
 def restore_lock(site: str, installed_hash: str) -> str:
     """Give the repository the lock ``installed_hash`` was installed from (keep_lock), when it
     has none: the jobs' `spack load` reads the environment. A lock of other inputs is left
@@ -475,7 +483,7 @@ def restore_lock(site: str, installed_hash: str) -> str:
     lock = paths.REPO / "spack.lock"
     kept = _kept_lock(_keyed(kit_dir()), site)
     if lock.is_file():
-        if installed_hash in lock.read_text():
+        if installed_hash in _root_hashes(lock):
             return ""
         return (
             f"{lock} was concretized for other inputs than the installed {installed_hash[:7]}: "

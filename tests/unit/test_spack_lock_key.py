@@ -66,3 +66,16 @@ def test_a_fresh_clone_gets_the_lock_it_was_installed_from(tree, kit):
     lock.write_text('{"roots": [{"hash": "zzzzzzz9999"}]}')
     said = spack.restore_lock("local", "abcdefg1234")
     assert "concretize -f" in said and "zzzzzzz" in lock.read_text()
+
+
+def test_a_lock_that_only_mentions_the_hash_is_of_other_inputs(tree, kit):
+    """Only a root of the lock is what it installs: the installed hash as a dependency of
+    another root, or a lock that cannot be read, is a lock of other inputs."""
+    lock = tree / "spack.lock"
+    lock.write_text(
+        '{"roots": [{"hash": "zzzzzzz9999"}],'
+        ' "concrete_specs": {"zzzzzzz9999": {"dependencies": [{"hash": "abcdefg1234"}]}}}'
+    )
+    assert "concretize -f" in spack.restore_lock("local", "abcdefg1234")
+    lock.write_text("roots: abcdefg1234\n")
+    assert "concretize -f" in spack.restore_lock("local", "abcdefg1234")
