@@ -145,11 +145,15 @@ _sweep = {
         # water's Courant number passes 1 (OpenFOAM-12, 200 steps: 1.05).
     },
     # The validation's practical margins here (topofoam.validation): a shared 2-core virtual
-    # machine drifts by up to about 7 % in solver time between unchanged sessions, and its
-    # sub-microsecond shared-memory latencies by tens of percent (docs/timings.md), so its
-    # margins are wider than a cluster node's defaults (5 % for times in s, 10 % for us and
-    # MB/s): a fault this wide is still found (a CPU quota, a transport falling back to TCP).
-    "validate_margins": {"s": 0.10, "us": 0.50, "MB/s": 0.30},
+    # machine drifts by up to about 7 % in solver time between unchanged sessions (docs/
+    # timings.md). Its shared-memory round trips and bandwidth have two states, for minutes
+    # at a time: the host places the two vCPUs on one core complex of its AMD EPYC or on
+    # two, which nothing in the guest sees or sets (0.33 or 1.2 us, 8,500 or 2,050 MB/s; a
+    # round trip of 1,000 scalars up to 4 times: docs/checks.md). So the fabric's margins
+    # let a measurement be 5 times the expected (a cluster node's defaults: 5 % for times in
+    # s, 10 % for us and MB/s). The faults still found: a CPU quota (the solver), a transport
+    # falling back to TCP (round trips 30 times: tests/system/test_validate.py).
+    "validate_margins": {"s": 0.10, "us": 4.0, "MB/s": 4.0},
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,

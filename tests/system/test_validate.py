@@ -180,6 +180,21 @@ def test_an_unchanged_rerun_is_not_failed(baseline):
     }
 
 
+def test_a_transport_falling_back_to_tcp_fails_the_fabric_naming_it(baseline):
+    """The fabric's positive control: the ping-pong's UCX may use TCP only (as when its
+    shared-memory transports are missing), so its intra-node round trips take about 30
+    times as long; the verdict fails, naming FabricValidation's latencies, even with this
+    machine's wide fabric margins (site-configs/local.py)."""
+    done = validate(baseline, "tcp", reframe_args=["-S", "FabricValidation.env_vars=UCX_TLS:tcp"])
+    assert done.returncode == 1, shown(done)
+    verdict = verdict_of(baseline)
+    assert verdict["verdict"] == "FAIL"
+    rtt = judgement(verdict, "FabricValidation", "rtt_10")
+    assert rtt["status"] == "FAIL" and rtt["ratio"] > 5, rtt
+    assert "FAIL: FabricValidation on local:cpu: rtt_10 of %level=intra_numa_node" in done.stdout
+    assert judgement(verdict, "SolverValidation", "wall")["status"] != "FAIL"
+
+
 @pytest.fixture
 def sync_scratch(tmp_path):
     """Node-local scratch that waits for the disk on every write: an ext4 file system on a

@@ -196,7 +196,8 @@ def test_a_bad_expectations_file_is_named_with_the_fix(tmp_path, content, said):
 @pytest.mark.parametrize(
     "change, said",
     [
-        ({"margin": 1.5}, "margin 1.5 is not a fraction"),
+        ({"margin": 12}, "margin 12 is not a number from 0 to 10"),
+        ({"margin": -0.1}, "margin -0.1 is not a number from 0 to 10"),
         ({"unit": "calls"}, "unit 'calls' is not judged"),
         ({"samples": [1.0, -2.0]}, "are not positive numbers"),
         ({"samples": None}, "give either 'samples'"),
@@ -283,8 +284,20 @@ def test_the_margins_a_partition_states_go_into_the_expectations():
     s = sessions.from_record(record([cases]))
     (e,) = expectations.from_session(s)
     assert e.margin == 0.1 and e.samples == (3.0, 3.0, 3.0)
-    bad = [case("SolverValidation %repeat=0", perf=wall, setting="c", validate_margins={"s": 5})]
+    bad = [case("SolverValidation %repeat=0", perf=wall, setting="c", validate_margins={"s": 11})]
     with pytest.raises(
-        sessions.SessionError, match=r"site:part's validate_margins gives 's' the margin 5"
+        sessions.SessionError, match=r"site:part's validate_margins gives 's' the margin 11, not a"
     ):
         sessions.from_record(record([bad]))
+
+
+def test_a_margin_reads_as_the_change_it_allows():
+    """The limit is the ratio 1 + margin either way: a time may be 1.1 times the expected,
+    a rate 1 / 1.3 of it (-23 %, not -30 %); margins above 1 are for a fabric with states
+    (site-configs/local.py: 5 times)."""
+    k = Key("FabricValidation", "site:part", "env", "%level=numa", "rtt_10")
+    time = judge.Judgement(k, judge.PASS, "us", 0.1, "", "", worse="slower")
+    rate = judge.Judgement(k, judge.PASS, "MB/s", 0.3, "", "", worse="lower")
+    wide = judge.Judgement(k, judge.PASS, "MB/s", 4.0, "", "", worse="lower")
+    assert (time.allowed(), rate.allowed(), wide.allowed()) == ("+10.0 %", "-23.1 %", "-80.0 %")
+    assert rate.as_dict()["allowed"] == "-23.1 %"

@@ -171,7 +171,8 @@ class Builder:
                     f"{j['check']} on {j['partition']}: {j['metric']} of {j['setting']}",
                     j["expected"],
                     j["measured"],
-                    f"{j.get('change') or ''} (margin {j['margin']:.0%})",
+                    # A verdict written before "allowed" was kept shows its margin as it was.
+                    f"{j.get('change') or ''} (margin {j.get('allowed') or format(j['margin'], '.0%')})",
                     j.get("reason", ""),
                 ]
             )

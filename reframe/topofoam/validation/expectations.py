@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from topofoam.validation.sessions import Key, Session, better
+from topofoam.validation.sessions import MARGIN_RULE, Key, Session, better, valid_margin
 
 #: The file format; a file of another version is stale and must be recorded again.
 FORMAT = 1
@@ -107,9 +107,9 @@ def _entry(path: Path, n: int, entry) -> Expectation:
             f"{where} ({key}): unit {unit!r} is not judged (s, ms, us, MB/s, GB/s) -- correct it"
         )
     margin = entry.get("margin", MARGINS[unit])
-    if not _number(margin) or not 0 <= margin < 1:
+    if not _number(margin) or not valid_margin(margin):
         raise ExpectationsError(
-            f"{where} ({key}): margin {margin!r} is not a fraction in [0, 1) -- correct it"
+            f"{where} ({key}): margin {margin!r} is {MARGIN_RULE} -- correct it"
         )
     samples, value = entry.get("samples"), entry.get("value")
     if (samples is None) == (value is None):

@@ -68,10 +68,17 @@ class Judgement:
         what = f"{k.metric} of {k.setting}" if k.setting not in ("", "-") else k.metric
         head = f"{self.status}: {k.check} on {k.partition}: {what} expected {self.expected}, measured {self.measured}"
         if self.ratio is not None:
-            head += f"; {self.change()} (margin {self.margin:.0%})"
+            head += f"; {self.change()} (margin {self.allowed()})"
         if self.p_adjusted is not None:
             head += f", p={_p(self.p_adjusted)} (Holm)"
         return head + (f": {self.reason}" if self.reason else "")
+
+    def allowed(self) -> str:
+        """The margin as the change it allows, read as ``change()`` reads: a time '+10 %',
+        a rate '-23 %' (the judgement's limit is the ratio 1 + margin either way)."""
+        if self.worse == "slower":
+            return _pct(1 + self.margin)
+        return _pct(1 / (1 + self.margin))
 
     def change(self) -> str:
         """The measured change as it reads: time '+19.4 % [+12.2 %, +29.3 %]' (slower is
@@ -90,6 +97,7 @@ class Judgement:
             "status": self.status,
             "unit": self.unit,
             "margin": self.margin,
+            "allowed": self.allowed(),
             "expected": self.expected,
             "measured": self.measured,
             "ratio": self.ratio,
@@ -184,7 +192,10 @@ def decide(j: Judgement) -> None:
     elif j.p_adjusted < ALPHA:
         j.reason = "significantly worse, but the estimate is within the margin and its CI is not"
     else:
-        j.reason = f"the noise is too high to judge a {j.margin:.0%} margin (the CI reaches {_pct(j.high)})"
+        reach = j.high if j.worse == "slower" else 1 / j.high
+        j.reason = (
+            f"the noise is too high to judge a {j.allowed()} margin (the CI reaches {_pct(reach)})"
+        )
 
 
 @dataclass

@@ -75,6 +75,24 @@ class Session:
         return f"{self.start} ({self.uuid[:8]}{', ' + tag if tag else ''})"
 
 
+#: The largest margin: how much worse than expected a measurement may be before it fails,
+#: as a fraction of the ratio (0.1: a time 1.1 times, a rate 1 / 1.1 of the expected). Above
+#: 10 times the check could not fail on anything a site would care about.
+MAX_MARGIN = 10.0
+MARGIN_RULE = (
+    f"not a number from 0 to {MAX_MARGIN:g} (how much worse is tolerated: 0.1 lets a time be "
+    f"1.1 times and a rate 1 / 1.1 of the expected)"
+)
+
+
+def valid_margin(margin) -> bool:
+    return (
+        isinstance(margin, (int, float))
+        and not isinstance(margin, bool)
+        and 0 <= margin <= MAX_MARGIN
+    )
+
+
 def better(unit: str) -> str | None:
     """'lower' or 'higher' for a judged unit, None for what is not judged."""
     return "lower" if unit in LOWER else "higher" if unit in HIGHER else None
@@ -155,10 +173,10 @@ def from_record(record: dict) -> Session:
             out.units[key] = unit
             margin = (case.get("validate_margins") or {}).get(unit)
             if margin is not None:
-                if not (isinstance(margin, (int, float)) and 0 <= margin < 1):
+                if not valid_margin(margin):
                     raise SessionError(
-                        f"{part}'s validate_margins gives {unit!r} the margin {margin!r}, not a "
-                        f"fraction in [0, 1) -- correct the partition in its site file"
+                        f"{part}'s validate_margins gives {unit!r} the margin {margin!r}, "
+                        f"{MARGIN_RULE} -- correct the partition in its site file"
                     )
                 out.margins[key] = float(margin)
     for part in sorted(blocked):
