@@ -524,9 +524,11 @@ def spack_command(args: argparse.Namespace) -> int:
     except offline_spack.SpackKitError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
-    scope, absent = offline_spack.mirror_scope(spack)
-    if "install" in args.spack_args:
-        before = offline_spack.wanted_sources_missing(site, absent)
+    installing = "install" in args.spack_args
+    scope, absent = offline_spack.mirror_scope(spack, fetch=installing)
+    if installing:
+        named = offline_spack.named_specs(args.spack_args)
+        before = offline_spack.wanted_sources_missing(site, absent, named)
         if site == "local":
             before += offline_spack.external_mismatches(offline_spack.site_file(site))
         for line in before:

@@ -75,6 +75,32 @@ def find(archive: Archive, download: bool = True) -> Path:
         ) from None
 
 
+def find_dependency(archive: Archive, download: bool = True) -> Path:
+    """A dependency's source archive (one Debian lacks and Spack builds): from
+    TOPOFOAM_SOURCES when it holds it, else the cache, else downloaded from its registry
+    (only when ``download``). Unlike an OpenFOAM release's, it is fetched when the site's
+    folder lacks it: the folder is the mirror of what cannot be downloaded here."""
+    folder = sources_dir()
+    if folder is not None:
+        for candidate in (folder / archive.name, folder / archive.mirror_path):
+            if candidate.is_file():
+                return candidate
+    cached = paths.cache_dir() / "sources" / archive.name
+    if cached.is_file():
+        return cached
+    where = f"TOPOFOAM_SOURCES={folder}" if folder else "TOPOFOAM_SOURCES (not set)"
+    if not download:
+        raise SourceError(f"{archive.name} is not in {where} nor in {cached.parent}")
+    try:
+        return _download(archive, cached)
+    except OSError as e:
+        raise SourceError(
+            f"{archive.name} is not in {where} and {archive.url} cannot be fetched "
+            f"({getattr(e, 'reason', None) or e}) -- put {archive.name} (or the Spack mirror "
+            f"path {archive.mirror_path}) in the folder TOPOFOAM_SOURCES names"
+        ) from None
+
+
 def _download(archive: Archive, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_suffix(dest.suffix + ".part")

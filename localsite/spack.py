@@ -42,6 +42,22 @@ V1912_PINNED = "1912_220610"
 V1912_SHA256 = "a0be015bd651b8eaa9c0fca0ffa97708821979fde9e2e23a1d98d9064c5c3f02"
 
 
+#: ADIOS2, which the openfoam package requires from v1912 on and Debian 12 lacks: the source
+#: of ADIOS2's own release on PyPI, its sdist (the whole CMake tree of 2.12.1, which the
+#: ADIOS2 project packs for pip as 2.12.1.1001). Spack pins GitHub's archive of the tag, a
+#: different file: install --no-checksum, as for the kit's repacked OpenFOAM archives.
+ADIOS2 = sources.Archive(
+    name="adios2-2.12.1.1001.tar.gz",
+    mirror_path="adios2/adios2-2.12.1.tar.gz",
+    url="https://files.pythonhosted.org/packages/58/d9/"
+    "254e366559bf9a3f7cb21fb4e516852d5b89466ea5f7864005765404ed33/adios2-2.12.1.1001.tar.gz",
+    sha256="f3bf3a6e64b800351a091d4fc70cc8437041c36c81f90f01697b81f168b6adb0",
+)
+#: The digest Spack's adios2 package pins for 2.12.1 (GitHub's archive): a mirror holds a
+#: versioned archive under it, and Spack looks nowhere else for it.
+ADIOS2_PINNED_SHA256 = "71edd8f721448311852122fca8d83ae497b43846e5bfcdfd275dc06bb7f3d0c5"
+
+
 class SpackKitError(RuntimeError):
     """No usable offline Spack; the message says what is missing and how to provide it."""
 
@@ -187,10 +203,17 @@ def _unpack(archive: Path, dest: Path) -> None:
     scratch.rmdir()
 
 
-def mirror(dest: Path) -> dict[str, str]:
-    """A Spack file mirror in ``dest`` of the OpenFOAM sources present here; returns
-    {spec: why not} for the ones it could not provide."""
+def mirror(dest: Path, fetch: bool = False) -> dict[str, str]:
+    """A Spack file mirror in ``dest`` of the OpenFOAM sources present here, and of ADIOS2's
+    (downloaded first when ``fetch``: for an install); returns {spec: why not} for the ones
+    it could not provide (a dependency's as ``<openfoam spec>^<dependency>``)."""
     missing_sources: dict[str, str] = {}
+    try:
+        found = sources.find_dependency(ADIOS2, download=fetch)
+        _link(found, dest / ADIOS2.mirror_path)
+        _link(found, dest / _by_digest(ADIOS2_PINNED_SHA256, "tar.gz"))
+    except sources.SourceError as e:
+        missing_sources["openfoam@2512^adios2"] = f"ADIOS2's source: {e}"
     for spec, flavour in (("openfoam-org@12", "org12"), ("openfoam@2512", "v2512")):
         archive = flavours.FLAVOURS[flavour].archive
         try:
@@ -218,14 +241,15 @@ def mirror(dest: Path) -> dict[str, str]:
     return missing_sources
 
 
-def mirror_scope(spack: OfflineSpack) -> tuple[Path, dict[str, str]]:
+def mirror_scope(spack: OfflineSpack, fetch: bool = False) -> tuple[Path, dict[str, str]]:
     """A config scope (for ``spack -C``) naming a file mirror of this machine's OpenFOAM
     sources, as an air-gapped site names its mirror (docs/clusters.md); kept out of Spack's
-    own scope, which the tests share. Returns it and {spec: why its source is missing}."""
+    own scope, which the tests share. Returns it and {spec: why its source is missing}.
+    ``fetch``: download what may be downloaded (mirror())."""
     root = spack.home / "site-mirror"
     # Links only, laid out afresh: an archive taken out of TOPOFOAM_SOURCES is gone here too.
     shutil.rmtree(root / "mirror", ignore_errors=True)
-    absent = mirror(root / "mirror")
+    absent = mirror(root / "mirror", fetch)
     _compiler_wrapper(spack, root / "mirror")
     scope = root / "scope"
     scope.mkdir(parents=True, exist_ok=True)
@@ -317,6 +341,14 @@ DEBIAN_PACKAGES = {
     "libyaml": "libyaml-dev",
     "readline": "libreadline-dev",
     "gmake": "make",
+    "m4": "m4",
+    "pkgconf": "pkgconf",
+    "fftw": "libfftw3-dev",
+    "boost": "libboost1.74-dev",
+    "cgal": "libcgal-dev",
+    "yaml-cpp": "libyaml-cpp-dev",
+    "nlohmann-json": "nlohmann-json3-dev",
+    "pugixml": "libpugixml-dev",
 }
 
 
@@ -373,18 +405,30 @@ def external_mismatches(site_yaml: Path) -> list[str]:
     return wrong
 
 
-def wanted_sources_missing(site: str | None, absent: dict[str, str]) -> list[str]:
-    """The missing sources (mirror()'s) of the OpenFOAMs the environment would install."""
+def wanted_sources_missing(
+    site: str | None, absent: dict[str, str], named: list[str] | None = None
+) -> list[str]:
+    """The missing sources (mirror()'s) of the OpenFOAMs the install would build: those
+    ``named`` on its command line, else every one the environment holds."""
     config = yaml.safe_load((paths.REPO / "spack.yaml").read_text())["spack"]
     if site is not None:
         config = yaml.safe_load(site_file(site).read_text()) or {}
-    wanted = [
+    wanted = named or [
         str(spec)
         for definition in config.get("definitions", [])
         if "openfoams" in definition  # spack.yaml's holds all three, for no site
         for spec in definition["openfoams"]
     ]
-    return [why for spec, why in absent.items() if any(w.startswith(spec) for w in wanted)]
+    return [
+        why for spec, why in absent.items() if any(w.startswith(spec.split("^")[0]) for w in wanted)
+    ]
+
+
+def named_specs(spack_args: list[str]) -> list[str]:
+    """The specs an install names (``install --no-checksum openfoam-org@12``): its words
+    that are not options nor their numbers (``-j 2``)."""
+    after = spack_args[spack_args.index("install") + 1 :] if "install" in spack_args else []
+    return [a for a in after if not a.startswith("-") and not a.isdigit()]
 
 
 #: How an install stops, as Spack 1.1 says it, and what to do ({0}, {1}: the pattern's

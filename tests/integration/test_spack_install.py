@@ -86,21 +86,32 @@ def test_an_external_of_another_version_or_not_installed_is_named(tmp_path, monk
     ]
 
 
+def missing_line(archive: sources.Archive, folder: Path) -> str:
+    return (
+        f"bench: spack: {archive.name} is not in TOPOFOAM_SOURCES={folder} (nor "
+        f"{archive.mirror_path} there) -- put the archive there, or unset "
+        f"TOPOFOAM_SOURCES to download it from {archive.url}"
+    )
+
+
 @needs_spack
 def test_install_without_the_archive_stops_before_spack_in_one_line(tmp_path):
+    """The whole environment: one line per OpenFOAM archive missing; an install that names
+    OpenFOAM-12: its line alone."""
     empty = tmp_path / "sources"
     empty.mkdir()
-    done = bench_spack(
-        "-e", ".", "install", TOPOFOAM_SITE="local", TOPOFOAM_SOURCES=str(empty), timeout=300
-    )
-    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
-    assert said(done) == [
-        f"bench: spack: OpenFOAM-12.tar.gz is not in TOPOFOAM_SOURCES={empty} (nor "
-        f"openfoam-org/openfoam-org-12.tar.gz there) -- put the archive there, or unset "
-        f"TOPOFOAM_SOURCES to download it from {flavours.ORG12.archive.url}"
-    ]
-    assert "Traceback" not in done.stdout + done.stderr
-    assert not (REPO / "spack.lock").exists() or "Installing" not in done.stdout
+    for named, archives in (
+        ([], [flavours.ORG12.archive, flavours.V2512.archive]),
+        (["openfoam-org@12"], [flavours.ORG12.archive]),
+    ):
+        done = bench_spack(
+            "-e", ".", "install", *named, TOPOFOAM_SITE="local", TOPOFOAM_SOURCES=str(empty),
+            timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+        assert sorted(said(done)) == sorted(missing_line(a, empty) for a in archives)
+        assert "Traceback" not in done.stdout + done.stderr
+        assert not (REPO / "spack.lock").exists() or "Installing" not in done.stdout
 
 
 # -- when Spack stops ----------------------------------------------------------------------
@@ -168,7 +179,7 @@ def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
     org12_archive()
     env = environment_copy(tmp_path / "env")
     scope = stage_scope(tmp_path, own_store=True)
-    args = ["-C", str(scope), "-e", str(env), "install", "--no-checksum"]
+    args = ["-C", str(scope), "-e", str(env), "install", "--no-checksum", "openfoam-org@12"]
     before: dict[Path, float] = {}
     for attempt in range(2):
         log = tmp_path / f"install-{attempt}.log"

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from localsite.spack import V1912_PINNED, wanted_sources_missing, why_it_stopped
+from localsite.spack import V1912_PINNED, named_specs, wanted_sources_missing, why_it_stopped
 
 SPECS = ("openfoam-org@12", "openfoam@2512", f"openfoam@{V1912_PINNED}")
+# What mirror() says for a dependency's source: under the OpenFOAM that needs it.
+ADIOS2 = "openfoam@2512^adios2"
 
 MIRROR = Path("/cache/spack/site-mirror/mirror")
 
@@ -39,10 +41,23 @@ def test_output_that_names_no_known_stop_gives_none():
 @pytest.mark.parametrize(
     "site,wanted",
     [(None, {"openfoam-org@12", "openfoam@2512", "openfoam@1912_220610"}),
-     ("local", {"openfoam-org@12"}), ("vsc5", {"openfoam-org@12"}), ("oci", {"openfoam@2512"})],
+     ("local", {"openfoam-org@12", "openfoam@2512"}), ("vsc5", {"openfoam-org@12"}),
+     ("oci", {"openfoam@2512"})],
 )  # fmt: skip
 def test_an_install_asks_only_for_the_sources_of_what_its_environment_holds(site, wanted):
     """A missing archive stops an install before Spack runs only when the environment (the
-    site's file, or spack.yaml's three OpenFOAMs without a site) would build it."""
-    absent = {spec: f"no {spec}" for spec in SPECS}
-    assert set(wanted_sources_missing(site, absent)) == {f"no {spec}" for spec in wanted}
+    site's file, or spack.yaml's three OpenFOAMs without a site) would build it; a missing
+    dependency's source (ADIOS2's) only when the OpenFOAM that needs it is built."""
+    absent = {spec: f"no {spec}" for spec in (*SPECS, ADIOS2)}
+    expected = {f"no {spec}" for spec in wanted}
+    if "openfoam@2512" in wanted:
+        expected.add(f"no {ADIOS2}")
+    assert set(wanted_sources_missing(site, absent)) == expected
+
+
+def test_an_install_that_names_a_spec_asks_only_for_its_sources():
+    absent = {spec: f"no {spec}" for spec in (*SPECS, ADIOS2)}
+    args = ["-C", "/scope", "-e", ".", "install", "--no-checksum", "-j", "2", "openfoam-org@12"]
+    assert named_specs(args) == ["openfoam-org@12"]
+    assert wanted_sources_missing("local", absent, named_specs(args)) == ["no openfoam-org@12"]
+    assert named_specs(["-e", ".", "concretize", "-f"]) == []
