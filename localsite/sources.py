@@ -65,14 +65,7 @@ def find(archive: Archive, download: bool = True) -> Path:
             f"{archive.name} is not in {where} nor in {cached.parent} -- set TOPOFOAM_SOURCES "
             f"to its folder, or build once to download it"
         )
-    try:
-        return _download(archive, cached)
-    except OSError as e:
-        raise SourceError(
-            f"{archive.name} is not in {where} and {archive.url} cannot be fetched "
-            f"({getattr(e, 'reason', None) or e}) -- put {archive.name} (or the Spack mirror "
-            f"path {archive.mirror_path}) in a folder and set TOPOFOAM_SOURCES to it"
-        ) from None
+    return _fetched(archive, cached, where, "a folder and set TOPOFOAM_SOURCES to it")
 
 
 def find_dependency(archive: Archive, download: bool = True) -> Path:
@@ -91,13 +84,18 @@ def find_dependency(archive: Archive, download: bool = True) -> Path:
     where = f"TOPOFOAM_SOURCES={folder}" if folder else "TOPOFOAM_SOURCES (not set)"
     if not download:
         raise SourceError(f"{archive.name} is not in {where} nor in {cached.parent}")
+    return _fetched(archive, cached, where, "the folder TOPOFOAM_SOURCES names")
+
+
+def _fetched(archive: Archive, cached: Path, where: str, put_in: str) -> Path:
+    """The archive downloaded into ``cached``, or one line saying where to put it."""
     try:
         return _download(archive, cached)
     except OSError as e:
         raise SourceError(
             f"{archive.name} is not in {where} and {archive.url} cannot be fetched "
             f"({getattr(e, 'reason', None) or e}) -- put {archive.name} (or the Spack mirror "
-            f"path {archive.mirror_path}) in the folder TOPOFOAM_SOURCES names"
+            f"path {archive.mirror_path}) in {put_in}"
         ) from None
 
 
