@@ -505,6 +505,14 @@ def build_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _repository_env(spack_args: list[str]) -> bool:
+    """Whether the Spack command works on the repository's environment (``-e .``)."""
+    for i, arg in enumerate(spack_args[:-1]):
+        if arg in ("-e", "--env"):
+            return (paths.REPO / spack_args[i + 1]).resolve() == paths.REPO.resolve()
+    return False
+
+
 def spack_command(args: argparse.Namespace) -> int:
     """The offline Spack (TOPOFOAM_SPACK_KIT), set up once, run in the repository: e.g.
     ``TOPOFOAM_SITE=oci ./bench spack -e . concretize -f``."""
@@ -540,10 +548,25 @@ def spack_command(args: argparse.Namespace) -> int:
         # Spack's default wipes the stage of an install that stopped; this one continues in
         # it (wmake compiles what is missing). A changed recipe is a new spec, a new stage.
         spack_args.insert(spack_args.index("install") + 1, "--dont-restage")
-    cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), *spack_args]
     extra = dict(flavours.ccache_environ())
     if site is not None:
         extra["TOPOFOAM_SITE"] = site
+    if installing and _repository_env(spack_args) and offline_spack.lock_is_stale(site):
+        print(
+            "bench: spack: spack.lock was concretized from other inputs (a recipe, a patch, "
+            "spack.yaml or the site file changed, or another site): concretizing again first",
+            flush=True,
+        )
+        cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), "-e", ".", "concretize", "-f"]
+        done = subprocess.run(cmd, cwd=paths.REPO, env=spack.environ(**extra))
+        if done.returncode != 0:
+            print(
+                "bench: spack: concretizing failed (above) -- fix what it names, then rerun",
+                file=sys.stderr,
+            )
+            return done.returncode if done.returncode > 0 else 130
+        offline_spack.keep_lock(site)
+    cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), *spack_args]
     # Spack's output as it comes, and one line at the end saying why it stopped, if it did.
     tail = collections.deque(maxlen=400)
     # A stop (a job's or session's SIGTERM) is an interrupt: Spack gets it too, we say how

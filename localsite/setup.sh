@@ -25,7 +25,8 @@ packages=(
     slurm-wlm slurm-wlm-basic-plugins munge libpmix2
     build-essential flex libfl-dev bison zlib1g-dev dpkg-dev ccache
     cmake libptscotch-dev libjson-c-dev libyaml-dev libreadline-dev  # Spack's externals here
-    m4 pkgconf libfftw3-dev libcgal-dev libyaml-cpp-dev nlohmann-json3-dev libpugixml-dev
+    m4 pkgconf libfftw3-dev libcgal-dev libmpfr-dev libyaml-cpp-dev nlohmann-json3-dev
+    libpugixml-dev
     libboost1.74-dev libboost-{atomic,chrono,date-time,exception,filesystem,graph,iostreams}-dev
     libboost-{locale,log,math,program-options,random,regex,serialization,system,test}-dev
     libboost-{thread,timer,wave}-dev  # and openfoam@2512's

@@ -346,6 +346,7 @@ DEBIAN_PACKAGES = {
     "fftw": "libfftw3-dev",
     "boost": "libboost1.74-dev",
     "cgal": "libcgal-dev",
+    "mpfr": "libmpfr-dev",
     "yaml-cpp": "libyaml-cpp-dev",
     "nlohmann-json": "nlohmann-json3-dev",
     "pugixml": "libpugixml-dev",
@@ -510,6 +511,19 @@ def keep_lock(site: str | None) -> Path | None:
     kept.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(lock, kept)
     return kept
+
+
+def lock_is_stale(site: str | None) -> bool:
+    """Whether the repository's spack.lock was concretized from other inputs than the
+    current ones (keep_lock kept no lock like it under the current key): a changed recipe,
+    patch, spack.yaml or site file, or another site. Spack installs what a lock says and
+    does not look at the recipes again, so an install over it would build the old spec."""
+    lock = paths.REPO / "spack.lock"
+    spack = None if missing() else _keyed(kit_dir())
+    if spack is None or not lock.is_file():
+        return False
+    kept = _kept_lock(spack, site)
+    return not kept.is_file() or kept.read_bytes() != lock.read_bytes()
 
 
 def _root_hashes(lock: Path) -> set[str]:

@@ -92,7 +92,7 @@ SITES = {
             "libyaml",
             "readline",
         },  # fmt: skip
-        externals_of={"openfoam": {"fftw", "boost", "cgal", "m4", "yaml-cpp", "pugixml"}},
+        externals_of={"openfoam": {"fftw", "boost", "cgal", "mpfr", "m4", "yaml-cpp", "pugixml"}},
         built_of={
             "openfoam-org": {"openfoam-org", "compiler-wrapper", "gcc-runtime"},
             "openfoam": {"openfoam", "adios2", "compiler-wrapper", "gcc-runtime"},

@@ -79,3 +79,19 @@ def test_a_lock_that_only_mentions_the_hash_is_of_other_inputs(tree, kit):
     assert "concretize -f" in spack.restore_lock("local", "abcdefg1234")
     lock.write_text("roots: abcdefg1234\n")
     assert "concretize -f" in spack.restore_lock("local", "abcdefg1234")
+
+
+def test_a_lock_of_other_inputs_is_stale(tree, kit):
+    """An install over a lock of other inputs would build the old spec (Spack does not look at
+    the recipes again): ./bench spack concretizes first. The lock kept for the current
+    inputs is not stale; a changed recipe, or another site, makes it so."""
+    lock = tree / "spack.lock"
+    assert not spack.lock_is_stale("local")  # no lock: Spack concretizes itself
+    lock.write_text('{"roots": [{"hash": "abcdefg1234"}]}')
+    assert spack.lock_is_stale("local")  # never kept
+    spack.keep_lock("local")
+    assert not spack.lock_is_stale("local")
+    assert spack.lock_is_stale("oci")
+    recipe = tree / "spack" / "repos" / "spack_repo" / "topofoam" / "packages" / "openfoam"
+    (recipe / "package.py").write_text((recipe / "package.py").read_text() + "\n# changed\n")
+    assert spack.lock_is_stale("local")

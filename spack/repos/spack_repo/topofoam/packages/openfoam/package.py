@@ -110,6 +110,12 @@ class Openfoam(BuiltinOpenfoam):
 
     variant("suite", default=True, when="@2512", description=SUITE_DESCRIPTION)
 
+    # The builtin configure() writes MPFR_ARCH_PATH from spec["mpfr"], which is in the DAG
+    # only below a CGAL that Spack builds: with the system's CGAL as an external (which has
+    # no dependencies) it stops with "No spec with name mpfr". Asked for here, MPFR is there
+    # either way (an external too, where CGAL is).
+    depends_on("mpfr")
+
     def patch(self):
         super().patch()
         if self.spec.satisfies("@2512 +suite"):
