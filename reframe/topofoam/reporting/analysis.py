@@ -181,9 +181,10 @@ def _node_hours(group: Group, m: str) -> list[float]:
     return [nodes * t / 3600 for t in group.values(m)] if nodes else []
 
 
-def merits(groups: list[Group]) -> list[Merits]:
-    """Every solver configuration's figures of merit, standard runs included."""
-    compared = decreases(groups)
+def merits(groups: list[Group], compared: list[Decrease] | None = None) -> list[Merits]:
+    """Every solver configuration's figures of merit, standard runs included (``compared``:
+    decreases(groups), when the caller has it already)."""
+    compared = decreases(groups) if compared is None else compared
     against = {id(d.optimized): d for d in compared}
     standards = {id(d.standard) for d in compared}
     out = []

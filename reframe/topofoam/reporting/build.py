@@ -252,7 +252,7 @@ class Builder:
             Table(["time", "partition", "check", "configuration", "result", "reason"], rows),
         )
 
-    def decrease(self, groups: list[Group]):
+    def decrease(self, groups: list[Group], compared: list[analysis.Decrease]):
         sec = self.doc.section("Runtime decrease of the optimized variants vs standard")
         sec.add(
             "100 x (1 - T_optimized / T_standard) per case and node count, standard = "
@@ -274,7 +274,7 @@ class Builder:
                 )
                 + "."
             )
-        rows = analysis.decreases(groups)
+        rows = compared
         if not rows:
             sec.add(
                 "No pair of standard and optimized runs of the same case and layout "
@@ -323,7 +323,7 @@ class Builder:
                 Figure(fig, f"Runtime decrease vs standard: {title}"),
             )
 
-    def merits(self, groups: list[Group]):
+    def merits(self, groups: list[Group], compared: list[analysis.Decrease]):
         sec = self.doc.section("Figures of merit (the OpenFOAM HPC committee's)")
         sec.add(
             "Per configuration, of its merged time (see the summary): time per iteration "
@@ -336,7 +336,7 @@ class Builder:
             "their 95 % confidence intervals. Definitions and sources: docs/references.md. "
             "A figure that cannot be formed reads n/a with the reason."
         )
-        rows = analysis.merits(groups)
+        rows = analysis.merits(groups, compared)
         if not rows:
             sec.add("No solver run was collected: no figure of merit.")
             self.notes.append("no figures of merit: no solver run")
@@ -772,12 +772,12 @@ class Builder:
             ),
         )
 
-    def fields(self, groups: list[Group]):
+    def fields(self, compared: list[analysis.Decrease]):
         from topofoam.reporting import fieldimage
 
         sec = self.doc.section("Final fields: standard vs optimized")
         pairs = []
-        for d in analysis.decreases(groups):
+        for d in compared:
             if _emulated(d.standard.key) or d.standard.get("stage") != "variants":
                 continue
             std = next(
@@ -880,8 +880,11 @@ def build(
     b.summary(coll, groups, table, since)
     b.failures(coll)
     say(f"report: {len(coll.rows)} runs in {len(groups)} configurations; tables and figures")
-    b.decrease(groups)
-    b.merits(groups)
+    # Every standard/optimized pair, with its significance test: the decrease table, the
+    # figures of merit and the final fields all read the same pairs.
+    compared = analysis.decreases(groups)
+    b.decrease(groups, compared)
+    b.merits(groups, compared)
     b.scaling(groups)
     b.levels(groups)
     b.stages(groups)
@@ -890,7 +893,7 @@ def build(
     b.model(since)
     if images:
         say("report: final fields (pvpython)")
-    b.fields(groups)
+    b.fields(compared)
     b.missing()
     md = out / "report.md"
     md.write_text(markdown(b.doc, out))
