@@ -175,8 +175,13 @@ def _built_here(name: str) -> str:
 
             installed = offline_spack.installs()[name.removesuffix("-spack")]
             return "installed" if installed["installed"] else installed["why_not"]
-        from localsite import flavours
+        from localsite import flavours, sources
 
+        try:
+            # The key is the source archive's: without it, "built or not" cannot be said.
+            flavours.prefix(flavours.get(name))
+        except sources.SourceError as e:
+            return f"build state unknown: {e}"
         if flavours.is_built(flavours.get(name)):
             return "built at the current key"
         return f"not built at the current key ('./bench build {name}')"
