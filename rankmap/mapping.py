@@ -306,8 +306,8 @@ def rankmap(
         except InputError:
             pass  # tleaf needs the same number of ranks on every NUMA node
     mine = objective(graph, ours, costs)
-    best = min(baselines, key=lambda p: objective(graph, p, costs))
-    if objective(graph, best, costs) >= mine:
+    score, best = min(((objective(graph, p, costs), p) for p in baselines), key=lambda t: t[0])
+    if score >= mine:
         return ours
     what = "hop-bytes" if costs is not None else "halo volume by level"
     return Placement(
