@@ -84,12 +84,32 @@ def choose(
 def for_partition(system: str, part_name: str, node: str, extras: dict) -> Costs:
     """The costs of a partition of the running system whose node is ``node`` (rankmap's
     --topology), from the system's perflogs and the partition's extras."""
-    from topofoam import p2p  # the perflog reader, only when a run asks
-
     perflogs = paths.results_dir() / "perflogs" / system
-    rows = p2p.table(perflogs) if perflogs.is_dir() else []
+    rows = list(_p2p_rows(perflogs, _p2p_logs(perflogs))) if perflogs.is_dir() else []
     crossed = _crossed(node, max(extras.get("nodes") or [1]))
     return choose(f"{system}:{part_name}", rows, list(crossed), extras.get("published_costs", ""))
+
+
+def _p2p_logs(perflogs: Path) -> tuple:
+    """The p2p check's perflog files under a system's folder, with their sizes and times: what
+    _p2p_rows is keyed by, so they are read again only after a p2p run wrote to them."""
+    found = []
+    for path in sorted(perflogs.glob("*/PingPongRun.log*")):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=4)
+def _p2p_rows(perflogs: Path, logs: tuple) -> tuple[dict, ...]:
+    """The latency table of a system's perflogs (``logs``: _p2p_logs, the cache's key): every
+    placed test of a session asks at setup, and one read of the perflogs does for all."""
+    from topofoam import p2p  # the perflog reader, only when a run asks
+
+    return tuple(p2p.table(perflogs))
 
 
 @functools.cache

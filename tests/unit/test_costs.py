@@ -64,3 +64,20 @@ def test_the_measured_row_becomes_rankmaps_table(tmp_path):
     got.write_table(tmp_path)
     table, system, size = got.options[1], got.options[3], int(got.options[5])
     assert analysis.cost_vector(system, size, tmp_path / table) == [0.7] * 4
+
+
+def test_a_partition_is_priced_by_a_p2p_run_that_landed_during_the_session(tmp_path, monkeypatch):
+    """for_partition reads the perflogs once for every placed test of a session, and again
+    after a p2p run wrote to them: the tests set up after it are priced by its times."""
+    monkeypatch.setenv("TOPOFOAM_RESULTS", str(tmp_path))
+    extras = {"nodes": [1], "published_costs": "vsc5"}
+    node = "pack:1 numa:1 core:4 pu:1"  # one level to cross: intra_numa_node
+    assert costs.for_partition("local", "cpu", node, extras).kind == "published"
+    log = tmp_path / "perflogs" / "local" / "cpu" / "PingPongRun.log"
+    log.parent.mkdir(parents=True)
+    cols = "job_completion_time|result|system|partition|level|stage|rtt_1000_value|rtt_1000_unit"
+    log.write_text(f"{cols}\nt|pass|local|cpu|intra_numa_node|p2p|0.7|us\n")
+    got = costs.for_partition("local", "cpu", node, extras)
+    assert (got.kind, got.row["intra_numa_node"]) == ("measured", 0.7)
+    log.write_text(log.read_text() + "t|pass|local|cpu|intra_numa_node|p2p|0.9|us\n")
+    assert costs.for_partition("local", "cpu", node, extras).row["intra_numa_node"] == 0.8
