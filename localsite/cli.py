@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from localsite import estimate, facts, flavours, openfoam, strays
+from localsite import estimate, facts, flavours, lowpriority, openfoam, strays
 from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
@@ -558,13 +558,13 @@ def spack_command(args: argparse.Namespace) -> int:
             flush=True,
         )
         cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), "-e", ".", "concretize", "-f"]
-        done = subprocess.run(cmd, cwd=paths.REPO, env=spack.environ(**extra))
-        if done.returncode != 0:
+        status = lowpriority.run(cmd, cwd=paths.REPO, env=spack.environ(**extra))
+        if status != 0:
             print(
                 "bench: spack: concretizing failed (above) -- fix what it names, then rerun",
                 file=sys.stderr,
             )
-            return done.returncode if done.returncode > 0 else 130
+            return status if status > 0 else 130
         offline_spack.keep_lock(site)
     cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), *spack_args]
     # Spack's output as it comes, and one line at the end saying why it stopped, if it did.
@@ -573,19 +573,19 @@ def spack_command(args: argparse.Namespace) -> int:
     # to continue.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
+    # Spack and its build in a session of their own at the lowest CPU priority.
     with subprocess.Popen(
         cmd, cwd=paths.REPO, env=spack.environ(**extra), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
+        stderr=subprocess.STDOUT, text=True, errors="replace", preexec_fn=lowpriority.demote,
     ) as spack_run:  # fmt: skip
         try:
             for line in spack_run.stdout:
                 print(line, end="", flush=True)
                 tail.append(line)
         except KeyboardInterrupt:
-            # Spack, its build and the compilers stop with us (their own session).
+            # Spack, its build and the compilers stop with us.
             interrupted = True
-            os.killpg(spack_run.pid, signal.SIGTERM)
-            spack_run.wait()
+            lowpriority.stop(spack_run)
     if spack_run.returncode == 0 and not interrupted:
         if {"install", "concretize"} & set(spack_args):
             offline_spack.keep_lock(site)

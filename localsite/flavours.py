@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from localsite import sources
+from localsite import lowpriority, sources
 from topofoam import contents, paths
 
 #: Version of what build-tree.sh produces: part of every full build's cache key.
@@ -241,7 +241,7 @@ def ensure_built(flavour: Flavour) -> Path:
         BUILD_OVERLAY=str(OVERLAYS / flavour.overlay) if flavour.overlay else "",
         **ccache_environ(),
     )
-    if subprocess.run(cmd, env=env).returncode != 0:
+    if lowpriority.run(cmd, env=env) != 0:
         log = where / "build.log"
         if not where.exists():  # the archive was refused before anything was built
             raise BuildError(

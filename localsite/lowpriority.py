@@ -1,0 +1,61 @@
+"""Long builds at the lowest CPU priority, so that they never take cores from a run beside them.
+
+``nice`` alone does not do it on Debian: the kernel's autogroup scheduling (on by default,
+``/proc/sys/kernel/sched_autogroup_enabled``) shares the CPU between sessions first, and a
+process's nice value counts only against the processes of its own session. A nice-19 build
+started from another terminal (or by ``setsid``) took as much CPU as the benchmark it ran
+beside (measured: two compiles at nice 19 and two of another session at SCHED_IDLE, about
+50 % of a core each). So the build runs in a session of its own whose autogroup is at nice
+19 too; it then gets what the others leave.
+
+That session does not get the terminal's Ctrl-C: ours stops it (its whole process group), and
+so does a SIGTERM of ours.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+NICE = 19
+
+
+def demote() -> None:
+    """In a child, before it runs its command: a session of its own, nice 19, and the
+    session's autogroup at nice 19 (where the kernel has autogroups)."""
+    os.setsid()
+    os.nice(NICE - os.nice(0))
+    try:
+        Path("/proc/self/autogroup").write_text(str(NICE))
+    except OSError:
+        pass  # no autogroups (a kernel without them, or switched off): nice is what counts
+
+
+def run(cmd: list[str], **popen) -> int:
+    """Run ``cmd`` to its end at the lowest priority (demote); its exit status. An interrupt
+    of ours, or a SIGTERM (a job's or a session's stop), stops its whole session first and is
+    raised again as KeyboardInterrupt."""
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    try:
+        with subprocess.Popen(cmd, preexec_fn=demote, **popen) as child:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                stop(child)
+                raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old)
+
+
+def stop(child: subprocess.Popen) -> None:
+    """Stop a demoted child and everything it started (they share its process group)."""
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    child.wait()

@@ -1,0 +1,61 @@
+"""Long builds at the lowest CPU priority (localsite/lowpriority.py): nice 19 in a session of
+their own whose autogroup is at nice 19 too, and stopped with us."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import REPO
+from localsite import lowpriority
+
+AUTOGROUPS = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+def test_the_command_runs_demoted_in_a_session_of_its_own(tmp_path):
+    out = tmp_path / "out"
+    script = "cat /proc/self/autogroup 2>/dev/null; ps -o ni=,sid= -p $$"
+    with out.open("w") as f:
+        assert lowpriority.run(["sh", "-c", script], stdout=f) == 0
+    lines = out.read_text().splitlines()
+    nice, sid = lines[-1].split()
+    assert int(nice) == 19
+    assert int(sid) != os.getsid(0)
+    if AUTOGROUPS.is_file() and AUTOGROUPS.read_text().strip() == "1":
+        assert lines[0].endswith("nice 19"), lines
+
+
+def test_its_exit_status_is_returned():
+    assert lowpriority.run(["sh", "-c", "exit 3"]) == 3
+
+
+def test_a_sigterm_of_ours_stops_all_it_started(tmp_path):
+    """The build's session does not get our terminal's signals: a stop of ours (SIGTERM)
+    stops its process group, the compilers too, and we exit as interrupted."""
+    pidfile = tmp_path / "pid"
+    code = (
+        "import sys; from localsite import lowpriority\n"
+        "try:\n"
+        f"    lowpriority.run(['sh', '-c', 'sleep 300 & echo $! > {pidfile}; wait'])\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    ours = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    for _ in range(100):
+        if pidfile.is_file() and pidfile.read_text().strip():
+            break
+        time.sleep(0.1)
+    grandchild = int(pidfile.read_text())
+    ours.send_signal(signal.SIGTERM)
+    assert ours.wait(timeout=30) == 130
+    time.sleep(0.2)
+    assert not Path(f"/proc/{grandchild}").exists() or "Z" in _state(grandchild)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
+    except OSError:
+        return "Z"
