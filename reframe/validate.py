@@ -194,9 +194,11 @@ class StorageValidation(StorageSteps, Validated):
 class ScreeningBuild(MpiBuild):
     """The all-pairs link measurement (reframe/src/screening)."""
 
-    sourcesdir = str(SOURCES / "screening")
-    sourcepath = "screening.c"
-    executable = "screening"
+    # All of reframe/src: the program includes common/median.h. Built beside its source
+    # (a program named screening at the top would clash with the folder).
+    sourcesdir = str(SOURCES)
+    sourcepath = "screening/screening.c"
+    executable = "screening/screening"
     valid_prog_environs = ["+reduction-schedule"]
 
 

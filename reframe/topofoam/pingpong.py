@@ -33,9 +33,11 @@ from topofoam.sweep import most_repeats, partitions
 class PingPongBuild(MpiBuild):
     """The ping-pong program (reframe/src/pingpong)."""
 
-    sourcesdir = str(SOURCES / "pingpong")
-    sourcepath = "pingpong.c"
-    executable = "pingpong"
+    # All of reframe/src: the program includes common/median.h. Built beside its source
+    # (a program named pingpong at the top would clash with the folder).
+    sourcesdir = str(SOURCES)
+    sourcepath = "pingpong/pingpong.c"
+    executable = "pingpong/pingpong"
     valid_prog_environs = ["+reduction-schedule"]
 
 

@@ -14,24 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../common/median.h"
+
 #define WARMUP 1000
 #define BATCHES 20
 #define BATCH 500
 #define BW_BYTES (1 << 20)
 #define BW_BATCH 10
-
-static int ascending(const void* a, const void* b)
-{
-    const double x = *(const double*)a;
-    const double y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double* x, int n)
-{
-    qsort(x, n, sizeof(double), ascending);
-    return n % 2 ? x[n/2] : 0.5*(x[n/2 - 1] + x[n/2]);
-}
 
 /* One round trip of n scalars between ranks 0 and 1. */
 static void roundTrip(double* buffer, int n, int rank)

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/median.h"
+
 #define WARMUP 50
 #define BATCHES 9
 #define BATCH 50
@@ -46,19 +48,6 @@ static void quietBarrier(void)
         nanosleep(&nap, NULL);
         MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     }
-}
-
-static int ascending(const void* a, const void* b)
-{
-    const double x = *(const double*)a;
-    const double y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double* x, int n)
-{
-    qsort(x, n, sizeof(double), ascending);
-    return n % 2 ? x[n/2] : 0.5*(x[n/2 - 1] + x[n/2]);
 }
 
 /* Round trips of n bytes with peer: the lower rank of the pair sends first. */
