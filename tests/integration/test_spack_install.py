@@ -5,7 +5,7 @@ checksum, a series that does not apply); a stopped install continues in its kept
 
 Every Spack here is the offline kit's (TOPOFOAM_SPACK_KIT); each test works in an environment
 copy and a stage folder of its own, so the clone's spack.lock and the real stage stay as they
-are. The install to the end, and the checks on it, are tests/system/test_spack_org12.py.
+are. The install to the end, and the checks on it, are tests/system/test_spack_checks.py.
 """
 
 import os

@@ -1,9 +1,10 @@
-"""The checks on the OpenFOAM-12 that the local Spack site installed (issue 33): `./bench run
---openfoam org12-spack`, whose environments `spack load` it in every job, as a cluster site's
-do (site-configs/local.py: _spack_environments). The same selection as on the home-built
-OpenFOAM-12 (test_org12_checks.py): the reduction schedule's variants and seed 001's pipelined
-solvers. Skipped, saying why, until `TOPOFOAM_SITE=local ./bench spack -e . install` has run
-to the end (tests/conftest.py: spack_env)."""
+"""The checks on the OpenFOAMs that the local Spack site installed (issue 33): `./bench run
+--openfoam <flavour>-spack`, whose environments `spack load` it in every job, as a cluster
+site's do (site-configs/local.py: _spack_environments). OpenFOAM-12 (VSC-5, hpc2): the
+reduction schedule's variants and seed 001's pipelined solvers, as on the home-built one
+(test_org12_checks.py); v2512 (OCI): the sweep's variants, ESI's own node-aware collectives
+among them (test_v2512_checks.py). Each skipped, saying why, until `TOPOFOAM_SITE=local
+./bench spack -e . install` has installed it (tests/conftest.py: spack_env)."""
 
 import csv
 import os
@@ -13,35 +14,51 @@ import pytest
 
 from conftest import bench_cli, spack_env
 
-SELECTION = "^(ReductionScheduleRun|Seed001Run)"
+FLAVOURS = {
+    "org12": dict(
+        selection="^(ReductionScheduleRun|Seed001Run)",
+        check="ReductionScheduleRun",
+        variants={"global", "global+sums", "standard"},
+        stem="openfoam-org12",
+        openfoam="org 12",
+        spec="openfoam-org@12",
+    ),
+    "v2512": dict(
+        selection="^VariantRun",
+        check="VariantRun",
+        variants={"standard", "global", "local+global", "esi-nodecomms"},
+        stem="openfoam-v2512",
+        openfoam="esi v2512",
+        spec="openfoam@2512",
+    ),
+}
 
 
-@pytest.fixture(scope="module")
-def spack_run(tmp_path_factory):
-    installed = spack_env("org12")
+@pytest.fixture(scope="module", params=list(FLAVOURS), ids=lambda name: f"{name}-spack")
+def spack_run(request, tmp_path_factory):
+    spack_env(request.param)
     results = tmp_path_factory.mktemp("results")
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"))
     done = bench_cli(
-        "run", "--openfoam", "org12-spack", "--partition", "cpu", "--", "-n", SELECTION,
-        env=env, timeout=2400,
+        "run", "--openfoam", f"{request.param}-spack", "--partition", "cpu", "--",
+        "-n", FLAVOURS[request.param]["selection"], env=env, timeout=2400,
     )  # fmt: skip
-    return done, results, installed
+    return FLAVOURS[request.param], done, results
 
 
-def test_checks_pass_on_the_spack_installed_openfoam12(spack_run):
-    done, results, _ = spack_run
+def test_checks_pass_on_the_spack_installed_openfoam(spack_run):
+    flavour, done, results = spack_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert re.search(r"^  local:cpu: (\d+)/\1 test cases passed", done.stdout, re.M)
-    with open(results / "perflogs/local/cpu/ReductionScheduleRun.log", newline="") as f:
+    with open(results / f"perflogs/local/cpu/{flavour['check']}.log", newline="") as f:
         rows = list(csv.DictReader(f, delimiter="|"))
-    assert sorted({r["variant"] for r in rows}) == ["global", "global+sums", "standard"]
+    assert {r["variant"] for r in rows} == flavour["variants"]
+    environ = f"{flavour['stem']}-spack-patched"
     assert {(r["environ"], r["openfoam"], r["result"]) for r in rows} == {
-        ("openfoam-org12-spack-patched", "org 12", "pass")
+        (environ, flavour["openfoam"], "pass")
     }
     # Every job loaded Spack's install (the scripts of passed runs are in their output folders).
-    scripts = list(
-        results.glob("reframe/output/local/cpu/openfoam-org12-spack-patched/*/rfm_job.sh")
-    )
+    scripts = list(results.glob(f"reframe/output/local/cpu/{environ}/*/rfm_job.sh"))
     assert scripts
     for script in scripts:
-        assert "spack load openfoam-org@12 hwloc scotch" in script.read_text()
+        assert f"spack load {flavour['spec']} hwloc scotch" in script.read_text()
