@@ -551,14 +551,16 @@ def spack_command(args: argparse.Namespace) -> int:
     extra = dict(flavours.ccache_environ())
     if site is not None:
         extra["TOPOFOAM_SITE"] = site
+    head = [str(spack.root / "bin" / "spack"), "-C", str(scope)]
     if installing and _repository_env(spack_args) and offline_spack.lock_is_stale(site):
         print(
             "bench: spack: spack.lock was concretized from other inputs (a recipe, a patch, "
             "spack.yaml or the site file changed, or another site): concretizing again first",
             flush=True,
         )
-        cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), "-e", ".", "concretize", "-f"]
-        status = lowpriority.run(cmd, cwd=paths.REPO, env=spack.environ(**extra))
+        status = lowpriority.run(
+            [*head, "-e", ".", "concretize", "-f"], cwd=paths.REPO, env=spack.environ(**extra)
+        )
         if status != 0:
             print(
                 "bench: spack: concretizing failed (above) -- fix what it names, then rerun",
@@ -566,7 +568,7 @@ def spack_command(args: argparse.Namespace) -> int:
             )
             return status if status > 0 else 130
         offline_spack.keep_lock(site)
-    cmd = [str(spack.root / "bin" / "spack"), "-C", str(scope), *spack_args]
+    cmd = [*head, *spack_args]
     # Spack's output as it comes, and one line at the end saying why it stopped, if it did.
     tail = collections.deque(maxlen=400)
     # A stop (a job's or session's SIGTERM) is an interrupt: Spack gets it too, we say how

@@ -179,10 +179,10 @@ def _built_here(name: str) -> str:
 
         try:
             # The key is the source archive's: without it, "built or not" cannot be said.
-            flavours.prefix(flavours.get(name))
+            where = flavours.prefix(flavours.get(name))
         except sources.SourceError as e:
             return f"build state unknown: {e}"
-        if flavours.is_built(flavours.get(name)):
+        if (where / ".complete").exists():
             return "built at the current key"
         return f"not built at the current key ('./bench build {name}')"
     except Exception as e:  # a summary line must not end the run
