@@ -29,13 +29,11 @@ import csv
 import json
 import os
 import platform
-import re
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import fingerprint, paths
 from topofoam.reporting import analysis, published
 from topofoam.reporting.collect import collect, systems
 from topofoam.results.merge import group
@@ -158,18 +156,6 @@ def _filesystem(folder: Path) -> str | None:
     return f"{best[2]} ({best[1]})" if best else None
 
 
-def _mpi() -> str | None:
-    """Open MPI's version, as the ompi_info on PATH (the one the local checks run) says."""
-    try:
-        out = subprocess.run(
-            ["ompi_info", "--version"], capture_output=True, text=True, timeout=30
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = re.search(r"Open MPI v(\S+)", out)
-    return f"Open MPI {found.group(1)}" if found else None
-
-
 def probe(results: Path) -> dict:
     """This machine, as the export can read it."""
     return {
@@ -178,7 +164,7 @@ def probe(results: Path) -> dict:
         "llc": _llc(),
         "interconnect": "none: one machine (shared memory)",
         "filesystem": _filesystem(results),
-        "mpi": _mpi(),
+        "mpi": f"Open MPI {version}" if (version := fingerprint.open_mpi()) else None,
         "os": f"{platform.system()} {platform.release()}",
     }
 

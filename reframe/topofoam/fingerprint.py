@@ -104,12 +104,16 @@ def cpu() -> dict:
     return {"model": model, "governor": governor, "kernel": platform.release()}
 
 
+def open_mpi() -> str | None:
+    """Open MPI's version, as the ompi_info on PATH (the one the job runs) says."""
+    found = re.search(r"Open MPI v(\S+)", _run(["ompi_info", "--version"]) or "")
+    return found.group(1) if found else None
+
+
 def software(openfoam: str | None = None) -> dict:
-    ompi = _run(["ompi_info", "--version"]) or ""
     ucx = _run(["ucx_info", "-v"]) or ""
     hwloc = _run(["lstopo-no-graphics", "--version"]) or ""
     devices = _run(["ucx_info", "-d"]) or ""
-    found = re.search(r"Open MPI v(\S+)", ompi)
     ucx_version = re.search(r"Version (\S+)", ucx)
     hwloc_version = re.search(r"(\d+\.\d+\.\d+)", hwloc)
     transports = sorted(set(re.findall(r"^#\s+Transport:\s+(\S+)", devices, re.M)))
@@ -118,7 +122,7 @@ def software(openfoam: str | None = None) -> dict:
         v for v in (os.environ.get("WM_PROJECT"), os.environ.get("WM_PROJECT_VERSION")) if v
     )
     return {
-        "open_mpi": found.group(1) if found else None,
+        "open_mpi": open_mpi(),
         "ucx": ucx_version.group(1) if ucx_version else None,
         "ucx_transports": transports,
         "hwloc": hwloc_version.group(1) if hwloc_version else None,
