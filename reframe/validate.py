@@ -115,8 +115,10 @@ class NodeFingerprint(rfm.RunOnlyRegressionTest):
 class Validated(rfm.RegressionTestPlugin):
     """A measurement judged by the verdict: it records, with the session, the practical
     margins its partition states (the ``validate_margins`` extra, a fraction by unit such as
-    ``{"s": 0.05, "us": 0.1}``; topofoam.validation.expectations.MARGINS for the rest), which
-    ``record`` writes into the expectations."""
+    ``{"s": 0.05, "us": 0.1}``, and by check where one needs its own, such as
+    ``{"FabricValidation": {"MB/s": 4.0}}``; topofoam.validation.expectations.MARGINS for the
+    rest), which ``record`` writes into the expectations. A check built on this class is
+    named in topofoam.validation.sessions.MARGIN_CHECKS."""
 
     validate_margins = variable(dict, value={})
 

@@ -151,9 +151,13 @@ _sweep = {
     # two, which nothing in the guest sees or sets (0.33 or 1.2 us, 8,500 or 2,050 MB/s; a
     # round trip of 1,000 scalars up to 4 times: docs/checks.md). So the fabric's margins
     # let a measurement be 5 times the expected (a cluster node's defaults: 5 % for times in
-    # s, 10 % for us and MB/s). The faults still found: a CPU quota (the solver), a transport
-    # falling back to TCP (round trips 30 times: tests/system/test_validate.py).
-    "validate_margins": {"s": 0.10, "us": 4.0, "MB/s": 4.0},
+    # s, 10 % for us and MB/s). The storage rates, also in MB/s, have 50 % (-33 %): the
+    # rate of reconstructPar on unchanged shared storage moved by up to -22 % between
+    # sessions, and a scratch disk mounted -o sync cut it by 72 to 87 %, which the fabric's
+    # margin (-80 %) missed once when it held for all MB/s. The faults found: a CPU quota (the
+    # solver), a transport falling back to TCP (round trips 30 times), a synchronous scratch
+    # disk (reconstructPar's rate: tests/system/test_validate.py).
+    "validate_margins": {"s": 0.10, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,

@@ -18,6 +18,7 @@ from rankmap.analysis import LATENCY_CSV
 from rankmap.topology import PRESETS
 from sitekit import common
 from topofoam import paths, presets
+from topofoam.validation.sessions import margins_problem
 
 REPO = paths.REPO
 
@@ -56,8 +57,9 @@ class Partition:
     repeats: int = 5
     #: Repeats of each validation measurement (-t validate; topofoam.sweepspace).
     validate_repeats: int = 10
-    #: The validation's practical margins by unit, e.g. {"s": 0.05, "us": 0.1, "MB/s": 0.1};
-    #: a unit left out takes topofoam.validation.expectations.MARGINS.
+    #: The validation's practical margins by unit, e.g. {"s": 0.05, "us": 0.1, "MB/s": 0.1},
+    #: and by check where one needs its own ({"FabricValidation": {"MB/s": 4.0}}); a unit
+    #: left out takes topofoam.validation.expectations.MARGINS.
     validate_margins: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -76,14 +78,9 @@ class Partition:
         _whole_list(self.nodes, f"{where}: nodes", 1)
         _whole(self.repeats, f"{where}: repeats", 1)
         _whole(self.validate_repeats, f"{where}: validate_repeats", 2)
-        for unit, margin in self.validate_margins.items():
-            if unit not in ("s", "ms", "us", "MB/s", "GB/s") or not (
-                isinstance(margin, (int, float)) and 0 <= margin < 1
-            ):
-                _fail(
-                    f"{where}: validate_margins {unit!r}: {margin!r} -- give a fraction in "
-                    f"[0, 1) for a unit of s, ms, us, MB/s or GB/s"
-                )
+        problem = margins_problem(self.validate_margins)
+        if problem:
+            _fail(f"{where}: validate_margins {problem} -- correct it")
         for kind, names in (("ucx", self.ucx), ("ucx_inter", self.ucx_inter), ("coll", self.coll)):
             table = {"ucx": presets.UCX, "ucx_inter": presets.UCX_INTER, "coll": presets.COLL}[kind]
             if not isinstance(names, list) or not names:

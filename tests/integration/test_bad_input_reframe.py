@@ -123,8 +123,17 @@ def listing(config, tmp_path, **env):
         (
             "hpc2",
             'published_costs="hpc2"',
-            'published_costs="hpc2", validate_margins={"s": 1.5}',
-            r"validate_margins 's': 1\.5 -- give a fraction in \[0, 1\)",
+            'published_costs="hpc2", validate_margins={"s": 12.5}',
+            r"validate_margins gives 's' the margin 12\.5, not a number from 0 to 10 .* -- "
+            r"correct it",
+        ),
+        (
+            "hpc2",
+            'published_costs="hpc2"',
+            'published_costs="hpc2", validate_margins={"Fabric": {"us": 1.0}}',
+            r"validate_margins names 'Fabric', neither a unit \(s, ms, us, MB/s, GB/s\) nor a "
+            r"validated check \(FabricValidation, SolverValidation, StorageValidation\) -- "
+            r"correct it",
         ),
         (
             "hpc2",
@@ -143,6 +152,7 @@ def listing(config, tmp_path, **env):
         "mpi",
         "costs",
         "margins",
+        "margin-check",
         "val-repeats",
     ],
 )

@@ -221,8 +221,9 @@ def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync
     local = [j for j in storage if "%storage=local" in j["setting"]]
     shared = [j for j in storage if "%storage=shared" in j["setting"]]
     assert {j["metric"] for j in local} == {"decompose_rate", "reconstruct_rate"}, storage
-    # reconstructPar's many small files: -87 % here; decomposePar's fewer, larger ones lose
-    # about 25 %, near the local margin (30 %), so only the first is certain to fail.
+    # reconstructPar's many small files: -72 to -87 % here; decomposePar's fewer, larger
+    # ones lose about 20 to 26 %, within the local storage margin (50 %: -33 %), so only the
+    # first is certain to fail.
     (reconstruct,) = [j for j in local if j["metric"] == "reconstruct_rate"]
     assert reconstruct["status"] == "FAIL" and reconstruct["ratio"] > 2, reconstruct
     assert not any(j["status"] == "FAIL" for j in shared), shared

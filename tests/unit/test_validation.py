@@ -4,6 +4,7 @@ margin, faster never a failure; expectations files refused with the file named; 
 read as ReFrame stores them. The samples are TEST DATA (seeded draws); the real sessions are
 tests/system/test_validate.py's."""
 
+import ast
 import json
 import random
 from xml.etree import ElementTree as ET
@@ -11,6 +12,7 @@ from xml.etree import ElementTree as ET
 import pytest
 import yaml
 
+from topofoam import paths
 from topofoam.validation import expectations, judge, outputs, regressions, sessions
 from topofoam.validation.expectations import Expectation, ExpectationsError
 from topofoam.validation.sessions import Key, Session
@@ -287,6 +289,65 @@ def test_the_margins_a_partition_states_go_into_the_expectations():
     bad = [case("SolverValidation %repeat=0", perf=wall, setting="c", validate_margins={"s": 11})]
     with pytest.raises(
         sessions.SessionError, match=r"site:part's validate_margins gives 's' the margin 11, not a"
+    ):
+        sessions.from_record(record([bad]))
+
+
+def test_a_check_s_own_margin_comes_before_its_unit_s():
+    """The local fabric's MB/s margin (5 times) must not blunt the storage rates, also MB/s."""
+    margins = {"s": 0.1, "MB/s": 0.5, "FabricValidation": {"us": 4.0, "MB/s": 4.0}}
+    bandwidth = {"site:part:bw": [9.0, 0, None, None, "MB/s", None]}
+    rate = {"site:part:reconstruct_rate": [30.0, 0, None, None, "MB/s", None]}
+    cases = [
+        case("FabricValidation %repeat=0", perf=bandwidth, setting="f", validate_margins=margins),
+        case("StorageValidation %repeat=0", perf=rate, setting="g", validate_margins=margins),
+    ]
+    found = {
+        e.key.check: e.margin
+        for e in expectations.from_session(sessions.from_record(record([cases])))
+    }
+    assert found == {"FabricValidation": 4.0, "StorageValidation": 0.5}
+    assert sessions.margin_stated(margins, "SolverValidation", "s") == 0.1
+    assert sessions.margin_stated(margins, "SolverValidation", "ms") is None
+
+
+def test_the_checks_with_margins_of_their_own_are_those_that_record_them():
+    """MARGIN_CHECKS names the checks built on ``Validated`` (reframe/validate.py): a check
+    added there and not here could not be given its own margin; one named here and not
+    there would be accepted and never apply."""
+    tree = ast.parse((paths.REPO / "reframe" / "validate.py").read_text())
+    recording = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(b, ast.Name) and b.id == "Validated" for b in node.bases)
+    }
+    assert recording == set(sessions.MARGIN_CHECKS)
+
+
+@pytest.mark.parametrize(
+    "margins, said",
+    [
+        ({"s": 11}, "gives 's' the margin 11, not a number from 0 to 10"),
+        ({"s": True}, "gives 's' the margin True, not a number"),
+        ({"sec": 0.1}, "names 'sec', neither a unit (s, ms, us, MB/s, GB/s) nor a validated check"),
+        ({"FabricValidaton": {"us": 4.0}}, "names 'FabricValidaton', neither a unit"),
+        ({"FabricValidation": 4.0}, "gives FabricValidation 4.0, not margins by unit of its own"),
+        (
+            {"FabricValidation": {"MB/s": -1}},
+            "gives FabricValidation's 'MB/s' the margin -1, not a",
+        ),
+        ({"StorageValidation": {"rate": 0.3}}, "names StorageValidation's 'rate', neither a unit"),
+        ([0.1], "is [0.1], not margins by unit"),
+    ],
+)
+def test_a_wrong_margin_is_named_with_its_entry(margins, said):
+    assert said in sessions.margins_problem(margins)
+    wall = {"site:part:wall": [3.0, 0, None, None, "s", None]}
+    bad = [case("SolverValidation %repeat=0", perf=wall, setting="c", validate_margins=margins)]
+    with pytest.raises(
+        sessions.SessionError,
+        match=r"^site:part's validate_margins .* -- correct the partition in its site file$",
     ):
         sessions.from_record(record([bad]))
 

@@ -93,6 +93,50 @@ def valid_margin(margin) -> bool:
     )
 
 
+#: The units a margin is stated for, as a message lists them.
+UNITS = ("s", "ms", "us", "MB/s", "GB/s")
+#: The checks that record their partition's ``validate_margins`` with each measurement
+#: (reframe/validate.py's ``Validated``): a partition may state margins of their own for them.
+MARGIN_CHECKS = ("FabricValidation", "SolverValidation", "StorageValidation")
+
+
+def margin_stated(margins: dict, check: str, unit: str):
+    """The margin a partition's ``validate_margins`` states for one check's unit, None where
+    it states none. A check's own (``{"FabricValidation": {"MB/s": 4.0}}``) comes before the
+    unit's (``{"MB/s": 0.3}``): a fabric with states can be given room without blunting the
+    storage rates, which are in MB/s too."""
+    own = margins.get(check)
+    if isinstance(own, dict) and unit in own:
+        return own[unit]
+    return margins.get(unit)
+
+
+def margins_problem(margins) -> str | None:
+    """What is wrong with a partition's ``validate_margins``, one phrase beginning with the
+    entry at fault (the caller adds where and the fix); None when nothing is. Keys are units,
+    or a check of MARGIN_CHECKS holding margins by unit of its own."""
+    if not isinstance(margins, dict):
+        return f"is {margins!r}, not margins by unit such as {{'s': 0.05, 'MB/s': 0.1}}"
+    for key, value in margins.items():
+        if key in MARGIN_CHECKS:
+            if not isinstance(value, dict) or not value:
+                return (
+                    f"gives {key} {value!r}, not margins by unit of its own such as {{'MB/s': 4.0}}"
+                )
+            entries = [(f"{key}'s {unit!r}", unit, margin) for unit, margin in value.items()]
+        else:
+            entries = [(repr(key), key, value)]
+        for name, unit, margin in entries:
+            if unit not in UNITS:
+                return (
+                    f"names {name}, neither a unit ({', '.join(UNITS)}) nor a validated check "
+                    f"({', '.join(MARGIN_CHECKS)})"
+                )
+            if not valid_margin(margin):
+                return f"gives {name} the margin {margin!r}, {MARGIN_RULE}"
+    return None
+
+
 def better(unit: str) -> str | None:
     """'lower' or 'higher' for a judged unit, None for what is not judged."""
     return "lower" if unit in LOWER else "higher" if unit in HIGHER else None
@@ -161,6 +205,12 @@ def from_record(record: dict) -> Session:
             continue  # a fixture's run (a reference for the fields) is not a repeat
         setting = setting_of(case)
         judged = case.get("validated_metrics") or None
+        stated = case.get("validate_margins") or {}
+        problem = margins_problem(stated)
+        if problem:
+            raise SessionError(
+                f"{part}'s validate_margins {problem} -- correct the partition in its site file"
+            )
         for name, values in (case.get("perfvalues") or {}).items():
             metric = name.rsplit(":", 1)[-1]
             if judged is not None and metric not in judged:
@@ -171,13 +221,8 @@ def from_record(record: dict) -> Session:
             key = Key(check, part, case.get("environ", ""), setting, metric)
             samples[key].append(float(value))
             out.units[key] = unit
-            margin = (case.get("validate_margins") or {}).get(unit)
+            margin = margin_stated(stated, check, unit)
             if margin is not None:
-                if not valid_margin(margin):
-                    raise SessionError(
-                        f"{part}'s validate_margins gives {unit!r} the margin {margin!r}, "
-                        f"{MARGIN_RULE} -- correct the partition in its site file"
-                    )
                 out.margins[key] = float(margin)
     for part in sorted(blocked):
         out.failed[:0] = failed_fixtures[part]
