@@ -15,7 +15,7 @@ from pathlib import Path
 
 from localsite import flavours, sources
 from localsite import spack as offline_spack
-from topofoam import paths
+from topofoam import contents, paths
 
 #: Bump when the file's layout changes: local.py refuses a file of another version.
 VERSION = 2
@@ -65,7 +65,7 @@ def _flavour(name: str) -> dict:
         where = flavours.prefix(flavour)
     except (sources.SourceError, flavours.BuildError) as e:
         return {"built": False, "why_not": str(e)}
-    if not (where / ".complete").exists():
+    if not contents.is_complete(where):
         return {"built": False, "why_not": f"not built -- run './bench build {name}'"}
     facts = {
         "built": True,
@@ -74,7 +74,7 @@ def _flavour(name: str) -> dict:
         "env": json.loads((where / "env.json").read_text()),
     }
     ompi5 = flavours.openmpi5_folder(flavour)
-    if flavour.openmpi5_mplib and (ompi5 / ".complete").exists():
+    if flavour.openmpi5_mplib and contents.is_complete(ompi5):
         from localsite import openmpi5
 
         # The same build with its libPstream against Open MPI 5 (the ompi5 partition).

@@ -191,7 +191,7 @@ def prefix(flavour: Flavour, archive: Path | None = None) -> Path:
 
 def is_built(flavour: Flavour) -> bool:
     try:
-        return (prefix(flavour) / ".complete").exists()
+        return contents.is_complete(prefix(flavour))
     except (sources.SourceError, BuildError):
         return False
 
@@ -204,7 +204,7 @@ def ensure_built(flavour: Flavour) -> Path:
     except sources.SourceError as e:
         raise BuildError(str(e)) from None
     where = prefix(flavour, archive)
-    if (where / ".complete").exists():
+    if contents.is_complete(where):
         problem = contents.check_or_record(where, _products(where), where / CONTENTS)
         if problem is None:
             return where
@@ -218,7 +218,7 @@ def ensure_built(flavour: Flavour) -> Path:
         )
         for path in contents.changed(where, where / CONTENTS):
             path.unlink(missing_ok=True)
-        (where / ".complete").unlink()
+        (where / contents.COMPLETE).unlink()
     resuming = where.exists()
     print(
         f"build: {flavour.title} with patches/{flavour.series} into {where} "
@@ -314,7 +314,7 @@ def ensure_openmpi5(flavour: Flavour, say=print) -> Path:
         raise BuildError(f"{flavour.title} has no Open MPI 5 build (only ESI's releases do)")
     where = ensure_built(flavour)
     out = openmpi5_folder(flavour)
-    if (out / ".complete").exists():
+    if contents.is_complete(out):
         return out
     try:
         openmpi5.ensure(say=say)
@@ -340,7 +340,7 @@ def ensure_openmpi5(flavour: Flavour, say=print) -> Path:
     changed = {k: v for k, v in openmpi5.environ(changed).items() if k in changed}
     changed["MPI_ARCH_PATH"] = str(openmpi5.prefix())
     (out / "env.json").write_text(json.dumps(changed, indent=1, sort_keys=True) + "\n")
-    (out / ".complete").touch()
+    contents.mark_complete(out)
     return out
 
 

@@ -73,7 +73,7 @@ def lib_dir(target: str = "scotch") -> Path:
 
 
 def is_built(target: str = "scotch") -> bool:
-    return (build_prefix(target) / ".complete").exists()
+    return contents.is_complete(build_prefix(target))
 
 
 def ensure_built(target: str = "scotch") -> Path:
@@ -82,7 +82,7 @@ def ensure_built(target: str = "scotch") -> Path:
         raise BuildError(f"unknown build target '{target}' -- choose from {', '.join(TARGETS)}")
     version = source_version()
     prefix = build_prefix(target, version)
-    if (prefix / ".complete").exists():
+    if contents.is_complete(prefix):
         problem = contents.check_or_record(prefix, _products(prefix), prefix / CONTENTS)
         if problem:
             print(
@@ -92,7 +92,7 @@ def ensure_built(target: str = "scotch") -> Path:
                 flush=True,
             )
             shutil.rmtree(prefix)
-    if not (prefix / ".complete").exists():
+    if not contents.is_complete(prefix):
         tree = source_tree(version)
         if not (tree / "etc" / "bashrc").is_file():
             raise BuildError(

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from localsite import flavours, openfoam
-from topofoam import paths
+from topofoam import contents, paths
 
 SOURCE = paths.REPO / "reframe" / "src" / "reduceTest" / "reduceTest.C"
 HEADER_DIRS = ("src/OpenFOAM", "src/OSspecific/POSIX")
@@ -35,7 +35,7 @@ def include_dir() -> Path:
     """One folder with a link to every header and template source of the stock libraries."""
     version = openfoam.source_version()
     dest = paths.cache_dir() / "openfoam" / f"v{version}-include"
-    if (dest / ".complete").exists():
+    if contents.is_complete(dest):
         return dest
     tree = openfoam.source_tree(version)
     dest.mkdir(parents=True, exist_ok=True)
@@ -45,7 +45,7 @@ def include_dir() -> Path:
                 link = dest / f.name
                 if not link.exists():
                     link.symlink_to(f)
-    (dest / ".complete").touch()
+    contents.mark_complete(dest)
     return dest
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from topofoam import contents
 from topofoam.paths import REPO
 
 PYTHON = sys.executable
@@ -182,7 +183,7 @@ def _built_here(name: str) -> str:
             where = flavours.prefix(flavours.get(name))
         except sources.SourceError as e:
             return f"build state unknown: {e}"
-        if (where / ".complete").exists():
+        if contents.is_complete(where):
             return "built at the current key"
         return f"not built at the current key ('./bench build {name}')"
     except Exception as e:  # a summary line must not end the run

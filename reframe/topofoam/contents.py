@@ -1,6 +1,7 @@
 """What a cache entry held when it was made: every file's size and SHA-256, recorded last,
 checked before the entry is used. A prepared case or a build whose files were cut, removed,
-edited or damaged in place (at the same size) is then made again, never used.
+edited or damaged in place (at the same size) is then made again, never used. And the marker
+its maker writes last, which says the entry was finished at all.
 """
 
 from __future__ import annotations
@@ -9,6 +10,20 @@ import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
+
+#: The file a cache entry's maker writes last (localsite's build scripts touch it too): an
+#: entry without it is unfinished, a build stopped midway that continues in it.
+COMPLETE = ".complete"
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether the cache entry ``folder`` was finished (its maker wrote COMPLETE last)."""
+    return (folder / COMPLETE).exists()
+
+
+def mark_complete(folder: Path) -> None:
+    """Mark the cache entry ``folder`` finished: the last step of making it."""
+    (folder / COMPLETE).touch()
 
 
 def digest(path: Path) -> str:
