@@ -12,6 +12,7 @@ import os
 import subprocess
 
 import pytest
+import yaml
 
 from conftest import PYTHON, REPO, bench_cli
 from localsite.slurm import LocalSlurm
@@ -229,6 +230,42 @@ def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync
     assert not any(j["status"] == "FAIL" for j in shared), shared
     assert "FAIL: StorageValidation on local:cpu: reconstruct_rate of" in done.stdout
     assert "rate -" in done.stdout  # a lower rate reads as a loss
+
+
+def test_margins_changed_since_recording_are_told(baseline, tmp_path):
+    """Expectations keep the margins they were recorded with; when the partition states other
+    ones now, the verdict says so and names the fix. The baseline judged against its own
+    expectations says nothing of it (the control)."""
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(baseline), SLURM_CONF=os.devnull)
+    recorded = baseline / "expectations" / "local.yaml"
+    edited = tmp_path / "local.yaml"
+    held = yaml.safe_load(recorded.read_text())
+    storage = [e for e in held["expectations"] if e["check"] == "StorageValidation"]
+    assert storage, "the baseline recorded no storage rates"
+    for e in storage:
+        e["margin"] = 4.0  # as recorded while the local fabric's 400 % held for every MB/s
+    edited.write_text(yaml.safe_dump(held, sort_keys=False))
+    said = {}
+    for name, path in (("recorded", recorded), ("edited", edited)):
+        done = subprocess.run(
+            [PYTHON, "-m", "topofoam.validation", "judge", "-C", "site-configs/local.py",
+             "--session", '?tag=="baseline"', "--expectations", str(path),
+             "--out-dir", str(tmp_path / name)],
+            cwd=REPO, capture_output=True, text=True, env=env,
+        )  # fmt: skip
+        assert done.returncode in (0, 3), done.stdout + done.stderr
+        said[name] = done.stdout
+    assert "holds other margins" not in said["recorded"], said["recorded"]
+    assert (
+        f"validation: {edited} holds other margins than the partition states now for "
+        f"{len(storage)} expectation(s)"
+    ) in said["edited"], said["edited"]
+    assert "StorageValidation on local:cpu" in said["edited"]
+    assert "4 held, 0.5 stated" in said["edited"]
+    assert (
+        f"record the expectations again (python -m topofoam.validation record ... --out {edited})"
+        in said["edited"]
+    )
 
 
 def test_bad_sessions_and_expectations_are_one_line(baseline, tmp_path):

@@ -311,6 +311,21 @@ def test_a_check_s_own_margin_comes_before_its_unit_s():
     assert sessions.margin_stated(margins, "SolverValidation", "ms") is None
 
 
+def test_margins_changed_since_the_expectations_were_recorded_are_named():
+    rate, wall = key("reconstruct_rate", "StorageValidation"), key()
+    held = [
+        expect(samples=[30.0] * 3, unit="MB/s", margin=4.0, k=rate),
+        expect(samples=[3.0] * 3, margin=0.1, k=wall),
+        expect(value=0.5, unit="us", margin=0.2, k=key("rtt_10", "FabricValidation")),
+    ]
+    now = session({rate: [30.0] * 3, wall: [3.0] * 3})
+    now.margins = {rate: 0.5, wall: 0.1, key("rtt_10", "FabricValidation"): 4.0}
+    # The storage rate's moved; the solver's did not; a published value keeps its own.
+    assert expectations.margins_moved(held, now) == [f"{rate}: 4 held, 0.5 stated"]
+    now.margins = {}
+    assert expectations.margins_moved(held, now) == []
+
+
 def test_the_checks_with_margins_of_their_own_are_those_that_record_them():
     """MARGIN_CHECKS names the checks built on ``Validated`` (reframe/validate.py): a check
     added there and not here could not be given its own margin; one named here and not

@@ -161,7 +161,16 @@ def _run(args) -> int:
         f"{counts[judge.PASS]} pass, {counts[judge.FAIL]} fail, {counts[judge.INCONCLUSIVE]} inconclusive "
         f"of {len(v.judgements) + len(v.missing) + len(v.failed_cases)}; expectations: {path}"
     )
-    return _hand_in(v, [*v.lines(), tally], out_dir / f"verdict-{system}")
+    lines = [*v.lines(), tally]
+    moved = expectations.margins_moved(expected, session)
+    if moved:
+        lines.append(
+            f"validation: {path} holds other margins than the partition states now for "
+            f"{len(moved)} expectation(s), and the verdict used the file's ({moved[0]}"
+            f"{'; ...' if len(moved) > 1 else ''}) -- record the expectations again "
+            f"(python -m topofoam.validation record ... --out {path}) or edit their margin"
+        )
+    return _hand_in(v, lines, out_dir / f"verdict-{system}")
 
 
 def _hand_in(v, lines: list[str], stem: Path, changed=None) -> int:

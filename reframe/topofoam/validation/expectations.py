@@ -149,6 +149,19 @@ def from_session(session: Session, host: str = "") -> list[Expectation]:
     return out
 
 
+def margins_moved(expected: list[Expectation], session: Session) -> list[str]:
+    """The expectations recorded from a baseline whose margin is not the one the judged
+    session's partition states now, as 'key: held, stated'. A file keeps the margins it was
+    recorded with (the verdict uses them); a site that changed ``validate_margins`` since is
+    told, not silently judged by the old ones. Published values keep their own margin."""
+    out = []
+    for e in expected:
+        stated = session.margins.get(e.key)
+        if e.samples and stated is not None and stated != e.margin:
+            out.append(f"{e.key}: {e.margin:g} held, {stated:g} stated")
+    return out
+
+
 #: A published value's margin: another MPI, another loop, another day than the paper's.
 PUBLISHED_MARGIN = 0.20
 
