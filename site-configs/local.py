@@ -145,8 +145,10 @@ _sweep = {
         # water's Courant number passes 1 (OpenFOAM-12, 200 steps: 1.05).
     },
     # The validation's practical margins here (topofoam.validation): a shared 2-core virtual
-    # machine drifts by up to about 7 % in solver time between unchanged sessions (docs/
-    # timings.md). Its shared-memory round trips and bandwidth have two states, for minutes
+    # machine. Its solver time drifted by up to about 7 % between unchanged sessions on the
+    # AMD EPYC; on the Intel Xeon (session 26's CI) the sessions after a baseline took +20 to
+    # +34 % and, in stop 41's CI, -17 %, so the solver's margin is 50 % (a CPU quota of 0.5,
+    # twice the time, still fails: docs/timings.md). Its shared-memory round trips and bandwidth have two states, for minutes
     # at a time: the host places the two vCPUs on one core complex of its AMD EPYC or on
     # two, which nothing in the guest sees or sets (0.33 or 1.2 us, 8,500 or 2,050 MB/s; a
     # round trip of 1,000 scalars up to 4 times: docs/checks.md). So the fabric's margins
@@ -157,7 +159,7 @@ _sweep = {
     # margin (-80 %) missed once when it held for all MB/s. The faults found: a CPU quota (the
     # solver), a transport falling back to TCP (round trips 30 times), a synchronous scratch
     # disk (reconstructPar's rate: tests/system/test_validate.py).
-    "validate_margins": {"s": 0.10, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
+    "validate_margins": {"s": 0.50, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,
