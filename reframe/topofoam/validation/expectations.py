@@ -21,7 +21,14 @@ from pathlib import Path
 
 import yaml
 
-from topofoam.validation.sessions import MARGIN_RULE, Key, Session, better, valid_margin
+from topofoam.validation.sessions import (
+    MARGIN_RULE,
+    UNITS,
+    Key,
+    Session,
+    better,
+    valid_margin,
+)
 
 #: The file format; a file of another version is stale and must be recorded again.
 FORMAT = 1
@@ -104,7 +111,7 @@ def _entry(path: Path, n: int, entry) -> Expectation:
     way = better(unit)
     if way is None:
         raise ExpectationsError(
-            f"{where} ({key}): unit {unit!r} is not judged (s, ms, us, MB/s, GB/s) -- correct it"
+            f"{where} ({key}): unit {unit!r} is not judged ({', '.join(UNITS)}) -- correct it"
         )
     margin = entry.get("margin", MARGINS[unit])
     if not _number(margin) or not valid_margin(margin):

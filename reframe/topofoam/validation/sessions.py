@@ -93,7 +93,7 @@ def valid_margin(margin) -> bool:
     )
 
 
-#: The units a margin is stated for, as a message lists them.
+#: The judged units, as a message lists them.
 UNITS = ("s", "ms", "us", "MB/s", "GB/s")
 #: The checks that record their partition's ``validate_margins`` with each measurement
 #: (reframe/validate.py's ``Validated``): a partition may state margins of their own for them.
