@@ -26,8 +26,8 @@ from pathlib import Path
 
 #: Which way is better, by unit. Only these are judged: times and rates the checks measure
 #: (derived figures such as FVOPS and T* repeat the wall time, counts are not performance).
-LOWER = {"s", "ms", "us"}
-HIGHER = {"MB/s", "GB/s"}
+LOWER = ("s", "ms", "us")
+HIGHER = ("MB/s", "GB/s")
 
 
 class SessionError(RuntimeError):
@@ -94,7 +94,7 @@ def valid_margin(margin) -> bool:
 
 
 #: The judged units, as a message lists them.
-UNITS = ("s", "ms", "us", "MB/s", "GB/s")
+UNITS = LOWER + HIGHER
 #: The checks that record their partition's ``validate_margins`` with each measurement
 #: (reframe/validate.py's ``Validated``): a partition may state margins of their own for them.
 MARGIN_CHECKS = ("FabricValidation", "SolverValidation", "StorageValidation")
