@@ -6,6 +6,7 @@ copy of spack.yaml beside links to spack/, site-configs/ and patches/, so a site
 spack.lock in the clone is never touched; the copy must come out byte-identical.
 """
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -186,20 +187,48 @@ def test_a_missing_series_stops_spack(spack, tmp_path, missing):
     assert f"{missing}: no patch series there" in done.stdout + done.stderr
 
 
+def requested(request, test_name: str, param: str) -> list:
+    """The values of ``param`` with which this session runs ``test_name`` (a ``-k`` may pick
+    a few)."""
+    return [
+        item.callspec.params[param]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == test_name and hasattr(item, "callspec")
+    ]
+
+
+def side_by_side(work, args: list) -> dict:
+    """``work(arg)`` for every arg, as many at once as there are cores: each Spack run is one
+    single-threaded process (clingo, then Python), so two of them take the time of one."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(zip(args, pool.map(work, args)))
+
+
+@pytest.fixture(scope="module")
+def concretized(request, spack, tmp_path_factory):
+    """Every requested site's copy of the environment concretized (``concretize -f``), side by
+    side, with its roots as spack_roots.py lists them: site -> (env, concretize, roots)."""
+
+    def concretize(site):
+        env = environment_copy(tmp_path_factory.mktemp("env") / "env")
+        extra = {"TOPOFOAM_SITE": site} if site else {}
+        done = spack.run("-e", str(env), "concretize", "-f", **extra)
+        if done.returncode != 0:
+            return env, done, None
+        script = str(Path(__file__).with_name("spack_roots.py"))
+        return env, done, spack.run("-e", str(env), "python", script, **extra)
+
+    return side_by_side(concretize, requested(request, "test_concretize_per_site", "site"))
+
+
 @needs_spack
 @pytest.mark.parametrize("site", list(SITES), ids=lambda s: s or "no-site")
-def test_concretize_per_site(spack, tmp_path, tracked_spack_yaml, site):
-    env = environment_copy(tmp_path / "env")
-    extra = {"TOPOFOAM_SITE": site} if site else {}
-    done = spack.run("-e", str(env), "concretize", "-f", **extra)
+def test_concretize_per_site(concretized, tracked_spack_yaml, site):
+    env, done, shown = concretized[site]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # Spack writes detected compilers and a reformatted repos: list into the manifest of the
     # first environment it meets unless compilers were registered in its own scope first.
     assert sha(env / "spack.yaml") == tracked_spack_yaml, (env / "spack.yaml").read_text()
-
-    shown = spack.run(
-        "-e", str(env), "python", str(Path(__file__).with_name("spack_roots.py")), **extra
-    )
     assert shown.returncode == 0, shown.stderr[-3000:]
     roots = json.loads(shown.stdout.strip().splitlines()[-1])
     want = SITES[site]
@@ -242,6 +271,20 @@ def mirror(spack, tmp_path_factory):
     return scope, absent
 
 
+@pytest.fixture(scope="module")
+def patched(request, spack, mirror, tmp_path_factory):
+    """``spack patch`` of every requested spec whose archive the mirror has, side by side,
+    each in a copy of the environment: spec -> the finished run."""
+    scope, absent = mirror
+
+    def patch(spec):
+        env = environment_copy(tmp_path_factory.mktemp("env") / "env")
+        return spack.run("-C", str(scope), "-e", str(env), "patch", "--no-checksum", spec)
+
+    wanted = requested(request, "test_spack_patch_stages_the_series", "spec")
+    return side_by_side(patch, [spec for spec in wanted if spec not in absent])
+
+
 @needs_spack
 @pytest.mark.parametrize(
     "spec,folder,without",
@@ -256,15 +299,13 @@ def mirror(spack, tmp_path_factory):
     ],
     ids=["openfoam-org@12", "openfoam@2512", f"openfoam@{offline_spack.V1912_PINNED}"],
 )
-def test_spack_patch_stages_the_series(spack, mirror, tmp_path, spec, folder, without):
+def test_spack_patch_stages_the_series(mirror, patched, spec, folder, without):
     """`spack patch` from a file mirror: every patch of the series is in the staged tree
     (it reverses cleanly) and the reduction schedule's code is there. The v1912 archive is
     Debian's 1912.200626 tree, which holds the files the series touches."""
-    scope, absent = mirror
-    if spec in absent:
-        pytest.skip(absent[spec])
-    env = environment_copy(tmp_path / "env")
-    done = spack.run("-C", str(scope), "-e", str(env), "patch", "--no-checksum", spec)
+    if spec in mirror[1]:
+        pytest.skip(mirror[1][spec])
+    done = patched[spec]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     staged = re.search(r"Patched \S+ in (\S+)", done.stdout + done.stderr)
     assert staged, done.stdout[-3000:]
