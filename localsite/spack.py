@@ -221,6 +221,8 @@ def mirror(dest: Path, fetch: bool = False) -> dict[str, str]:
         except sources.SourceError as e:
             missing_sources[spec] = str(e)
             continue
+        if spec.startswith("openfoam@"):
+            found = _with_doc(found)
         _link(found, dest / archive.mirror_path)
         if archive.sha256:
             _link(found, dest / _by_digest(archive.sha256, "tar.gz"))
@@ -310,6 +312,36 @@ def _link(target: Path, link: Path) -> None:
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(target.resolve())
+
+
+def _with_doc(archive: Path) -> Path:
+    """``archive`` as Spack's builtin ``openfoam`` installs it: its install step copies the
+    tree's doc/ (with +source, the default) and stops without one ("No such file or
+    directory: 'doc'", after the whole build). An upstream release archive and a git clone
+    have it; the offline kit's archives, repacked from git, leave it out. Such an archive is
+    repacked once with an empty doc/, kept beside the other sources under its digest."""
+    packed = (
+        paths.cache_dir()
+        / "sources"
+        / f"{archive.name.removesuffix('.tar.gz')}-{sources.checksum(archive)[:16]}-doc.tar.gz"
+    )
+    if packed.is_file():
+        return packed
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    tops = {name.split("/")[0] for name in names}
+    if len(tops) != 1 or f"{next(iter(tops))}/doc" in names:
+        return archive  # has doc/ (or is not one tree: Spack's stage says so)
+    packed.parent.mkdir(parents=True, exist_ok=True)
+    part = packed.with_suffix(".part")
+    with tarfile.open(archive) as src, tarfile.open(part, "w:gz", compresslevel=1) as tar:
+        for member in src:
+            tar.addfile(member, src.extractfile(member) if member.isfile() else None)
+        doc = tarfile.TarInfo(f"{next(iter(tops))}/doc")
+        doc.type, doc.mode, doc.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+        tar.addfile(doc)
+    part.rename(packed)
+    return packed
 
 
 def _pack(tree: Path, tarball: Path, top: str) -> None:
@@ -480,6 +512,10 @@ def why_it_stopped(output: str, mirror_dir: Path) -> str | None:
 #: ./bench build's flavours.
 SPACK_SPECS = {"org12": "openfoam-org@12", "v2512": "openfoam@2512"}
 
+#: What every job loads beside the OpenFOAM (site-configs/sitekit/cluster.py:
+#: spack_environment), for rankmap: roots of the environment, like the OpenFOAMs.
+JOB_LOADS = ("hwloc", "scotch")
+
 
 def lock_key(site: str | None) -> str:
     """What the environment concretizes from, as a digest: spack.yaml, the overlay repository,
@@ -579,7 +615,17 @@ def installs() -> dict[str, dict]:
     for name, spec in SPACK_SPECS.items():
         package = spec.split("@")[0]
         record = records.get(concrete.get(package, ""), {})
-        if record.get("installed"):
+        lacking = [
+            p for p in JOB_LOADS if not records.get(concrete.get(p, ""), {}).get("installed")
+        ]
+        if record.get("installed") and lacking:
+            found[name] = {
+                "installed": False,
+                "why_not": f"{spec} is installed, but not {' and '.join(lacking)}, which its "
+                f"jobs load with it -- 'TOPOFOAM_SITE=local ./bench spack -e . install "
+                f"--no-checksum {' '.join(lacking)}'",
+            }
+        elif record.get("installed"):
             found[name] = {
                 "installed": True,
                 "spec": spec,
@@ -592,6 +638,7 @@ def installs() -> dict[str, dict]:
             found[name] = {
                 "installed": False,
                 "why_not": f"{spec} is not installed for the current recipes and patches -- "
-                f"{install}",
+                f"'TOPOFOAM_SITE=local ./bench spack -e . install --no-checksum {spec} "
+                f"{' '.join(JOB_LOADS)}'",
             }
     return found

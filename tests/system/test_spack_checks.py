@@ -13,6 +13,7 @@ import re
 import pytest
 
 from conftest import bench_cli, spack_env
+from localsite.spack import JOB_LOADS
 
 FLAVOURS = {
     "org12": dict(
@@ -61,4 +62,4 @@ def test_checks_pass_on_the_spack_installed_openfoam(spack_run):
     scripts = list(results.glob(f"reframe/output/local/cpu/{environ}/*/rfm_job.sh"))
     assert scripts
     for script in scripts:
-        assert f"spack load {flavour['spec']} hwloc scotch" in script.read_text()
+        assert f"spack load {flavour['spec']} {' '.join(JOB_LOADS)}" in script.read_text()
