@@ -83,6 +83,21 @@ def run_env(results, profile: str = "none") -> dict:
     return env
 
 
+FABRIC_PROFILE = "vsc5x100"  # VSC-5's inter-node costs (seed 000 Table 2), 100 times dearer
+
+
+@pytest.fixture(scope="session")
+def emu_p2p(tmp_path_factory):
+    """The p2p check on the emulated cluster under FABRIC_PROFILE, run once for the session:
+    test_fabric reads it, test_model builds its model on a copy (a run of about 50 s)."""
+    results = tmp_path_factory.mktemp("emu-p2p")
+    done = bench_cli(
+        "run", "--partition", "emu", "--tag", "p2p", env=run_env(results, FABRIC_PROFILE)
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    return results
+
+
 @pytest.fixture
 def slurm_ports(monkeypatch):
     """Free ports for a test's own Slurm, so it never meets another one on this machine."""

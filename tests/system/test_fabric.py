@@ -6,24 +6,21 @@ before anything starts."""
 
 import pytest
 
+from conftest import FABRIC_PROFILE as PROFILE
 from conftest import bench_cli, needs_root, run_env
 from topofoam import fabric
 from topofoam.results import perflog
 
 pytestmark = needs_root
 
-PROFILE = "vsc5x100"
-
 
 def bench_emu(results, profile, *args):
     return bench_cli("run", "--partition", "emu", *args, env=run_env(results, profile))
 
 
-def test_the_p2p_check_measures_the_profile_back(tmp_path):
-    done = bench_emu(tmp_path, PROFILE, "--tag", "p2p")
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+def test_the_p2p_check_measures_the_profile_back(emu_p2p):
     set_ = fabric.profile(PROFILE)
-    rows = perflog.read_system(tmp_path / "perflogs" / "local", checks=("PingPongRun",)).rows
+    rows = perflog.read_system(emu_p2p / "perflogs" / "local", checks=("PingPongRun",)).rows
     assert rows and {r["fabric"] for r in rows} == {set_.label()}
     row = rows[-1]
     for scalars in (10, 1000):
@@ -33,7 +30,7 @@ def test_the_p2p_check_measures_the_profile_back(tmp_path):
         assert 2 * one_way <= measured <= 1.25 * 2 * one_way, (scalars, measured, one_way)
     assert row["bandwidth"] == pytest.approx(set_.mbytes, rel=0.1)
     assert row["allreduce_latency"] >= set_.latency_us
-    report = (tmp_path / "report" / "local" / "report.md").read_text()
+    report = (emu_p2p / "report" / "local" / "report.md").read_text()
     assert f"emu's runs with links costing {set_.label()}" in report
 
 

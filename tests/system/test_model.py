@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from conftest import FABRIC_PROFILE as PROFILE
 from conftest import PYTHON, REPO, bench_cli, needs_root, run_env
 from rankmap.topology import load
 from topofoam import model, modelcheck
@@ -18,7 +19,6 @@ from topofoam.model import FIT_SLACK
 
 pytestmark = needs_root
 
-PROFILE = "vsc5x100"
 SELECT = r"MultiNodeRun.*variant=(standard|local\+global).*launcher_kind=srun"
 
 
@@ -39,10 +39,10 @@ def run_modelcheck(perflogs, out):
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory):
-    results = tmp_path_factory.mktemp("model")
+def measured(tmp_path_factory, emu_p2p):
+    results = tmp_path_factory.mktemp("model") / "results"
+    shutil.copytree(emu_p2p, results, symlinks=True)
     bench(results, "cpu", "p2p")
-    bench(results, "emu", "p2p", profile=PROFILE)
     bench(results, "emu", "multinode", "-n", SELECT, profile=PROFILE)
     return results
 
