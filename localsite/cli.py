@@ -552,45 +552,43 @@ def spack_command(args: argparse.Namespace) -> int:
     if site is not None:
         extra["TOPOFOAM_SITE"] = site
     head = [str(spack.root / "bin" / "spack"), "-C", str(scope)]
+    env = spack.environ(**extra)
     if installing and _repository_env(spack_args) and offline_spack.lock_is_stale(site):
         print(
             "bench: spack: spack.lock was concretized from other inputs (a recipe, a patch, "
             "spack.yaml or the site file changed, or another site): concretizing again first",
             flush=True,
         )
-        status = lowpriority.run(
-            [*head, "-e", ".", "concretize", "-f"], cwd=paths.REPO, env=spack.environ(**extra)
-        )
+        status = _spack_run([*head, "-e", ".", "concretize", "-f"], env, scope.parent / "mirror")
         if status != 0:
-            print(
-                "bench: spack: concretizing failed (above) -- fix what it names, then rerun",
-                file=sys.stderr,
-            )
-            return status if status > 0 else 130
+            return status
         offline_spack.keep_lock(site)
-    cmd = [*head, *spack_args]
-    # Spack's output as it comes, and one line at the end saying why it stopped, if it did.
+    status = _spack_run([*head, *spack_args], env, scope.parent / "mirror")
+    if status == 0 and {"install", "concretize"} & set(spack_args):
+        offline_spack.keep_lock(site)
+    return status
+
+
+def _spack_run(cmd: list[str], env: dict, mirror: Path) -> int:
+    """Spack in a session of its own at the lowest CPU priority, its output as it comes,
+    and one line at the end saying why it stopped, if it did. A stop (a job's or session's
+    SIGTERM) is an interrupt: Spack, its build and the compilers stop with us, and we say how
+    to continue."""
     tail = collections.deque(maxlen=400)
-    # A stop (a job's or session's SIGTERM) is an interrupt: Spack gets it too, we say how
-    # to continue.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
-    # Spack and its build in a session of their own at the lowest CPU priority.
     with subprocess.Popen(
-        cmd, cwd=paths.REPO, env=spack.environ(**extra), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, errors="replace", preexec_fn=lowpriority.demote,
+        cmd, cwd=paths.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, errors="replace", preexec_fn=lowpriority.demote,
     ) as spack_run:  # fmt: skip
         try:
             for line in spack_run.stdout:
                 print(line, end="", flush=True)
                 tail.append(line)
         except KeyboardInterrupt:
-            # Spack, its build and the compilers stop with us.
             interrupted = True
             lowpriority.stop(spack_run)
     if spack_run.returncode == 0 and not interrupted:
-        if {"install", "concretize"} & set(spack_args):
-            offline_spack.keep_lock(site)
         return 0
     if interrupted or spack_run.returncode < 0:
         why = (
@@ -598,9 +596,10 @@ def spack_command(args: argparse.Namespace) -> int:
             "Spack's kept stage"
         )
     else:
-        why = offline_spack.why_it_stopped("".join(tail), scope.parent / "mirror")
-    if why:
-        print(f"bench: spack: {why}", file=sys.stderr)
+        why = offline_spack.why_it_stopped("".join(tail), mirror) or (
+            "Spack stopped (above) -- fix what it names, then rerun the same command"
+        )
+    print(f"bench: spack: {why}", file=sys.stderr)
     return spack_run.returncode if spack_run.returncode > 0 else 130
 
 

@@ -221,8 +221,6 @@ def mirror(dest: Path, fetch: bool = False) -> dict[str, str]:
         except sources.SourceError as e:
             missing_sources[spec] = str(e)
             continue
-        if spec.startswith("openfoam@"):
-            found = _with_doc(found)
         _link(found, dest / archive.mirror_path)
         if archive.sha256:
             _link(found, dest / _by_digest(archive.sha256, "tar.gz"))
@@ -312,36 +310,6 @@ def _link(target: Path, link: Path) -> None:
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(target.resolve())
-
-
-def _with_doc(archive: Path) -> Path:
-    """``archive`` as Spack's builtin ``openfoam`` installs it: its install step copies the
-    tree's doc/ (with +source, the default) and stops without one ("No such file or
-    directory: 'doc'", after the whole build). An upstream release archive and a git clone
-    have it; the offline kit's archives, repacked from git, leave it out. Such an archive is
-    repacked once with an empty doc/, kept beside the other sources under its digest."""
-    packed = (
-        paths.cache_dir()
-        / "sources"
-        / f"{archive.name.removesuffix('.tar.gz')}-{sources.checksum(archive)[:16]}-doc.tar.gz"
-    )
-    if packed.is_file():
-        return packed
-    with tarfile.open(archive) as tar:
-        names = tar.getnames()
-    tops = {name.split("/")[0] for name in names}
-    if len(tops) != 1 or f"{next(iter(tops))}/doc" in names:
-        return archive  # has doc/ (or is not one tree: Spack's stage says so)
-    packed.parent.mkdir(parents=True, exist_ok=True)
-    part = packed.with_suffix(".part")
-    with tarfile.open(archive) as src, tarfile.open(part, "w:gz", compresslevel=1) as tar:
-        for member in src:
-            tar.addfile(member, src.extractfile(member) if member.isfile() else None)
-        doc = tarfile.TarInfo(f"{next(iter(tops))}/doc")
-        doc.type, doc.mode, doc.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-        tar.addfile(doc)
-    part.rename(packed)
-    return packed
 
 
 def _pack(tree: Path, tarball: Path, top: str) -> None:

@@ -35,6 +35,7 @@ for spec in ev.active_environment().concrete_roots():
     roots.append(
         {
             "name": spec.name,
+            "hash": spec.dag_hash(),
             "version": str(spec.version),
             "target": str(spec.target),
             "patches": patch_names(spec),

@@ -172,6 +172,37 @@ def test_a_series_that_does_not_apply_is_one_line_naming_the_patch(tmp_path):
 
 
 @needs_spack
+def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(tmp_path):
+    """Spack's default (reuse: true) concretized a changed series to the installed OpenFOAM,
+    the old patches in it; spack.yaml keeps the OpenFOAMs out of reuse. The control, the
+    series unchanged giving the installed hash, is test_spack.py's local concretization."""
+    installed = offline_spack.installs()["v2512"]
+    if not installed["installed"]:
+        pytest.skip(installed["why_not"])
+    spack_dir = tmp_path / "spack"
+    shutil.copytree(
+        REPO / "spack", spack_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tmp_path / "patches").symlink_to(REPO / "patches")  # for the copy's relative links
+    series = tmp_path / "esi-v2512"
+    shutil.copytree(REPO / "patches" / "esi-v2512", series)
+    changed = sorted(series.glob("*.patch"))[0]
+    changed.write_text("A line of description more: another patch file.\n" + changed.read_text())
+    link = spack_dir / "repos/spack_repo/topofoam/packages/openfoam/esi-v2512"
+    link.unlink()
+    link.symlink_to(series)
+    env = environment_copy(tmp_path / "env", spack_dir)
+    done = bench_spack(
+        "-C", str(stage_scope(tmp_path, own_caches=True)), "-e", str(env), "concretize", "-f",
+        timeout=900, TOPOFOAM_SITE="local",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    found = re.search(r"^\S*\s+([a-z0-9]{7})\s+openfoam@2512\b", done.stdout, re.M)
+    assert found, done.stdout[-3000:]
+    assert found.group(1) != installed["hash"][:7], found.group(0)
+
+
+@needs_spack
 def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
     """The install is stopped (SIGTERM, as a job's end or a closed session sends) once it
     compiles; it says how to go on, and the rerun builds on in the same tree: nothing staged

@@ -120,3 +120,9 @@ class Openfoam(BuiltinOpenfoam):
         super().patch()
         if self.spec.satisfies("@2512 +suite"):
             write_suite_build(self.stage.source_path, "esi-v2512", SUITE_SHA256)
+
+    def install(self, spec, prefix):
+        # With +source the builtin copies doc/ whether or not the archive has one; an archive
+        # repacked without it (the offline kit's v2512) failed there after the whole build.
+        mkdirp(join_path(self.stage.source_path, "doc"))
+        super().install(spec, prefix)
