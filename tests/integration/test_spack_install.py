@@ -197,7 +197,8 @@ def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(tmp_path):
         timeout=900, TOPOFOAM_SITE="local",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    found = re.search(r"^\S*\s+([a-z0-9]{7})\s+openfoam@2512\b", done.stdout, re.M)
+    # "[+]  6xvmten  openfoam@2512..." installed, " -   hhb7ipf  openfoam@2512..." to build
+    found = re.search(r"^\s*\S+\s+([a-z0-9]{7})\s+openfoam@2512\b", done.stdout, re.M)
     assert found, done.stdout[-3000:]
     assert found.group(1) != installed["hash"][:7], found.group(0)
 
