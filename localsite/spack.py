@@ -586,7 +586,7 @@ def installs() -> dict[str, dict]:
         lacking = [
             p for p in JOB_LOADS if not records.get(concrete.get(p, ""), {}).get("installed")
         ]
-        if record.get("installed") and lacking:
+        if record.get("installed") and lacking:  # a job's `spack load` would stop
             found[name] = {
                 "installed": False,
                 "why_not": f"{spec} is installed, but not {' and '.join(lacking)}, which its "

@@ -63,6 +63,22 @@ def bench_spack(*args: str, timeout: float = 900, **env: str) -> subprocess.Comp
     return bench_cli("spack", *args, env=dict(environ, **env), timeout=timeout)
 
 
+def overlay_with_series_copy(tmp_path: Path, package: str, folder: str) -> tuple[Path, Path]:
+    """A copy of the overlay (spack/) whose ``package`` reads its ``folder`` series from a copy
+    in ``tmp_path`` that the test may alter: (the spack/ copy, the series copy)."""
+    spack_dir = tmp_path / "spack"
+    shutil.copytree(
+        REPO / "spack", spack_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (tmp_path / "patches").symlink_to(REPO / "patches")  # for the copy's relative links
+    series = tmp_path / folder
+    shutil.copytree(REPO / "patches" / folder, series)
+    link = spack_dir / "repos/spack_repo/topofoam/packages" / package / folder
+    link.unlink()
+    link.symlink_to(series)
+    return spack_dir, series
+
+
 # -- before Spack runs ---------------------------------------------------------------------
 
 
@@ -142,21 +158,13 @@ def test_a_checksum_mismatch_is_one_line_naming_the_archive_and_the_fix(tmp_path
 def test_a_series_that_does_not_apply_is_one_line_naming_the_patch(tmp_path):
     org12_archive()
     # The overlay, its org-12 series a copy in which a patch expects a line the release lacks.
-    spack_dir = tmp_path / "spack"
-    shutil.copytree(
-        REPO / "spack", spack_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    (tmp_path / "patches").symlink_to(REPO / "patches")  # for the copy's relative links
-    series = tmp_path / "org-12"
-    shutil.copytree(REPO / "patches" / "org-12", series)
+    spack_dir, series = overlay_with_series_copy(tmp_path, "openfoam_org", "org-12")
     # its first patch's first hunk finds none of its context lines in the release
     broken = sorted(series.glob("*.patch"))[0]
     head, hunk, rest = re.split(r"(?m)^(@@ .*\n(?:[ +-].*\n)*)", broken.read_text(), maxsplit=1)
     hunk = re.sub(r"(?m)^ .*$", " not a line of OpenFOAM-12", hunk)
     broken.write_text(head + hunk + rest)
     link = spack_dir / "repos/spack_repo/topofoam/packages/openfoam_org/org-12"
-    link.unlink()
-    link.symlink_to(series)
     env = environment_copy(tmp_path / "env", spack_dir)
     done = bench_spack(
         "-C", str(stage_scope(tmp_path, own_caches=True)), "-e", str(env), "patch", "--no-checksum",
@@ -179,18 +187,9 @@ def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(tmp_path):
     installed = offline_spack.installs()["v2512"]
     if not installed["installed"]:
         pytest.skip(installed["why_not"])
-    spack_dir = tmp_path / "spack"
-    shutil.copytree(
-        REPO / "spack", spack_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
-    )
-    (tmp_path / "patches").symlink_to(REPO / "patches")  # for the copy's relative links
-    series = tmp_path / "esi-v2512"
-    shutil.copytree(REPO / "patches" / "esi-v2512", series)
+    spack_dir, series = overlay_with_series_copy(tmp_path, "openfoam", "esi-v2512")
     changed = sorted(series.glob("*.patch"))[0]
     changed.write_text("A line of description more: another patch file.\n" + changed.read_text())
-    link = spack_dir / "repos/spack_repo/topofoam/packages/openfoam/esi-v2512"
-    link.unlink()
-    link.symlink_to(series)
     env = environment_copy(tmp_path / "env", spack_dir)
     done = bench_spack(
         "-C", str(stage_scope(tmp_path, own_caches=True)), "-e", str(env), "concretize", "-f",
