@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import threading
 import urllib.request
 from dataclasses import dataclass
 from functools import lru_cache
@@ -99,9 +100,15 @@ def _fetched(archive: Archive, cached: Path, where: str, put_in: str) -> Path:
         ) from None
 
 
+def part_of(path: Path) -> Path:
+    """Where this process writes ``path`` before renaming it into place: a name of its own,
+    so that two processes making the same file (two ./bench runs) never write into one."""
+    return path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+
+
 def _download(archive: Archive, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_suffix(dest.suffix + ".part")
+    part = part_of(dest)
     digest = hashlib.sha256()
     with urllib.request.urlopen(archive.url, timeout=30) as response, open(part, "wb") as out:
         while chunk := response.read(1 << 20):

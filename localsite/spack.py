@@ -247,15 +247,23 @@ def mirror_scope(spack: OfflineSpack, fetch: bool = False) -> tuple[Path, dict[s
     own scope, which the tests share. Returns it and {spec: why its source is missing}.
     ``fetch``: download what may be downloaded (mirror())."""
     root = spack.home / "site-mirror"
-    # Links only, laid out afresh: an archive taken out of TOPOFOAM_SOURCES is gone here too.
-    shutil.rmtree(root / "mirror", ignore_errors=True)
+    # Links only, each replaced in one step and none removed first: a second ./bench spack
+    # (another terminal's) lays the same links while this one's Spack may be reading them.
     absent = mirror(root / "mirror", fetch)
     _compiler_wrapper(spack, root / "mirror")
+    # A link whose archive went away is of no use to anyone (and an archive missing from
+    # TOPOFOAM_SOURCES stops an install before Spack runs: wanted_sources_missing).
+    for link in (root / "mirror").rglob("*"):
+        if link.is_symlink() and not link.exists():
+            link.unlink(missing_ok=True)
     scope = root / "scope"
     scope.mkdir(parents=True, exist_ok=True)
-    (scope / "mirrors.yaml").write_text(
-        f"mirrors:\n  offline:\n    url: file://{root / 'mirror'}\n    signed: false\n"
-    )
+    mirrors = scope / "mirrors.yaml"
+    text = f"mirrors:\n  offline:\n    url: file://{root / 'mirror'}\n    signed: false\n"
+    if not mirrors.is_file() or mirrors.read_text() != text:  # in one step, as the links
+        part = sources.part_of(mirrors)
+        part.write_text(text)
+        os.replace(part, mirrors)
     return scope, absent
 
 
@@ -280,7 +288,7 @@ def _compiler_wrapper(spack: OfflineSpack, dest: Path) -> None:
         if script is None:
             return  # Spack's install then says that no fetcher found it (why_it_stopped)
         tarball.parent.mkdir(parents=True, exist_ok=True)
-        part = tarball.with_suffix(".part")
+        part = sources.part_of(tarball)
         with tarfile.open(part, "w:gz") as tar:
             tar.add(script, arcname=f"compiler-wrapper-{version}/cc.sh")
         part.rename(tarball)
@@ -306,16 +314,19 @@ def debian_v1912_tree() -> Path | None:
 
 
 def _link(target: Path, link: Path) -> None:
+    """``link`` -> ``target``, replaced in one step (rename), so that a Spack reading the
+    mirror meanwhile finds the old link or the new one, never none."""
     link.parent.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(target.resolve())
+    part = sources.part_of(link)
+    part.unlink(missing_ok=True)
+    part.symlink_to(target.resolve())
+    os.replace(part, link)
 
 
 def _pack(tree: Path, tarball: Path, top: str) -> None:
     """Upstream's part of Debian's tree (without debian/ and quilt's .pc/) as ``top``."""
     tarball.parent.mkdir(parents=True, exist_ok=True)
-    part = tarball.with_suffix(".part")
+    part = sources.part_of(tarball)
     with tarfile.open(part, "w:gz", compresslevel=1) as tar:
         for entry in sorted(tree.iterdir()):
             if entry.name not in ("debian", ".pc"):
@@ -453,8 +464,8 @@ _STOPS = (
     ),
     (
         r"Couldn't find patch for package (\S+) with sha256",
-        "a patch of {0} changed after Spack indexed the repository -- run 'spack clean -m' "
-        "(Spack's caches) and 'spack -e . concretize -f', then rerun",
+        "a patch of {0} changed after Spack indexed the repository -- run './bench spack "
+        "clean -m' (Spack's caches) and './bench spack -e . concretize -f', then rerun",
     ),
     (
         r"See build log for details:\s+(\S+)",

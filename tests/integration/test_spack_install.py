@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_spack import environment_copy
+from test_spack import environment_copy, side_by_side
 
 from conftest import PYTHON, REPO, bench_cli
 from localsite import flavours, sources
@@ -27,13 +27,6 @@ needs_spack = pytest.mark.skipif(
     offline_spack.missing() is not None, reason=str(offline_spack.missing())
 )
 SITE_FILE = REPO / "site-configs" / "local.spack.yaml"
-
-
-def org12_archive() -> Path:
-    try:
-        return sources.find(flavours.ORG12.archive, download=False)
-    except sources.SourceError as e:
-        pytest.skip(str(e))
 
 
 def stage_scope(tmp_path: Path, own_caches: bool = False, own_store: bool = False) -> Path:
@@ -133,31 +126,18 @@ def test_install_without_the_archive_stops_before_spack_in_one_line(tmp_path):
 # -- when Spack stops ----------------------------------------------------------------------
 
 
-@needs_spack
-def test_a_checksum_mismatch_is_one_line_naming_the_archive_and_the_fix(tmp_path):
-    archive = org12_archive()
-    if sources.checksum(archive) == flavours.ORG12.archive.sha256:
-        pytest.skip(f"{archive} is the release's own archive: its checksum matches")
+def checksum_run(tmp_path: Path) -> subprocess.CompletedProcess:
+    """``spack patch`` of OpenFOAM-12 from the kit's archive, checksum checked."""
     env = environment_copy(tmp_path / "env")
-    done = bench_spack(
+    return bench_spack(
         "-C", str(stage_scope(tmp_path)), "-e", str(env), "patch", "openfoam-org@12",
         timeout=600,
     )  # fmt: skip
-    assert done.returncode != 0
-    assert len(said(done)) == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    (line,) = said(done)
-    assert re.fullmatch(
-        r"bench: spack: \S+/version-12\.tar\.gz: its sha256 is not the one Spack's package "
-        r"pins -- an archive repacked from git \(as the offline kit's are\) needs 'install "
-        r"--no-checksum'; any other: fetch it again",
-        line,
-    ), line
 
 
-@needs_spack
-def test_a_series_that_does_not_apply_is_one_line_naming_the_patch(tmp_path):
-    org12_archive()
-    # The overlay, its org-12 series a copy in which a patch expects a line the release lacks.
+def unapplicable_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """``spack patch`` of OpenFOAM-12 with a series copy in which a patch expects lines the
+    release lacks: (the run, that patch as the environment's overlay reaches it)."""
     spack_dir, series = overlay_with_series_copy(tmp_path, "openfoam_org", "org-12")
     # its first patch's first hunk finds none of its context lines in the release
     broken = sorted(series.glob("*.patch"))[0]
@@ -170,36 +150,122 @@ def test_a_series_that_does_not_apply_is_one_line_naming_the_patch(tmp_path):
         "-C", str(stage_scope(tmp_path, own_caches=True)), "-e", str(env), "patch", "--no-checksum",
         "openfoam-org@12", timeout=600,
     )  # fmt: skip
-    assert done.returncode != 0
-    assert len(said(done)) == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    (line,) = said(done)
-    assert line == (
-        f"bench: spack: {env / link.relative_to(tmp_path) / broken.name} does not apply to the staged release -- rewrite "
-        f"it against that release (patches/), then rerun: Spack restages the source"
-    ), done.stdout[-3000:]
+    return done, env / link.relative_to(tmp_path) / broken.name
 
 
-@needs_spack
-def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(tmp_path):
-    """Spack's default (reuse: true) concretized a changed series to the installed OpenFOAM,
-    the old patches in it; spack.yaml keeps the OpenFOAMs out of reuse. The control, the
-    series unchanged giving the installed hash, is test_spack.py's local concretization."""
-    installed = offline_spack.installs()["v2512"]
-    if not installed["installed"]:
-        pytest.skip(installed["why_not"])
+def changed_series_run(tmp_path: Path) -> subprocess.CompletedProcess:
+    """``concretize -f`` on the local site with v2512's series changed (a line more in a
+    patch's description)."""
     spack_dir, series = overlay_with_series_copy(tmp_path, "openfoam", "esi-v2512")
     changed = sorted(series.glob("*.patch"))[0]
     changed.write_text("A line of description more: another patch file.\n" + changed.read_text())
     env = environment_copy(tmp_path / "env", spack_dir)
-    done = bench_spack(
+    return bench_spack(
         "-C", str(stage_scope(tmp_path, own_caches=True)), "-e", str(env), "concretize", "-f",
         timeout=900, TOPOFOAM_SITE="local",
     )  # fmt: skip
+
+
+def org12_missing() -> str | None:
+    try:
+        sources.find(flavours.ORG12.archive, download=False)
+    except sources.SourceError as e:
+        return str(e)
+    return None
+
+
+def checksum_missing() -> str | None:
+    """Why the checksum test cannot run: no archive, or the release's own (it matches)."""
+    why = org12_missing()
+    if why is None:
+        archive = sources.find(flavours.ORG12.archive, download=False)
+        if sources.checksum(archive) == flavours.ORG12.archive.sha256:
+            why = f"{archive} is the release's own archive: its checksum matches"
+    return why
+
+
+def v2512_missing() -> str | None:
+    installed = offline_spack.installs()["v2512"]
+    return None if installed["installed"] else installed["why_not"]
+
+
+#: The tests of this section: each one's Spack run, and why it cannot run where it cannot.
+STOPPING = {
+    "test_a_checksum_mismatch_is_one_line_naming_the_archive_and_the_fix": (
+        checksum_run, checksum_missing,
+    ),
+    "test_a_series_that_does_not_apply_is_one_line_naming_the_patch": (
+        unapplicable_run, org12_missing,
+    ),
+    "test_a_changed_series_is_a_new_openfoam_not_the_installed_one": (
+        changed_series_run, v2512_missing,
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stopping(request, tmp_path_factory):
+    """The Spack runs of this section's requested tests, side by side (each is one
+    single-threaded Spack process, so two take the time of one): test name -> its run's
+    result, or why it cannot run here (str)."""
+    if offline_spack.missing():
+        pytest.skip(str(offline_spack.missing()))
+    names = {item.originalname for item in request.session.items} & set(STOPPING)
+    why = {name: STOPPING[name][1]() for name in names}
+    runs = side_by_side(
+        lambda name: STOPPING[name][0](tmp_path_factory.mktemp(name[5:30])),
+        sorted(name for name in names if why[name] is None),
+    )
+    return {name: why[name] if why[name] else runs[name] for name in names}
+
+
+def stopping_run(stopping, request):
+    """This test's run from ``stopping``; skipped, saying why, where it cannot run."""
+    result = stopping[request.node.originalname]
+    if isinstance(result, str):
+        pytest.skip(result)
+    if isinstance(result, Exception):  # a timeout, say: this test's alone (side_by_side)
+        raise result
+    return result
+
+
+@needs_spack
+def test_a_checksum_mismatch_is_one_line_naming_the_archive_and_the_fix(stopping, request):
+    done = stopping_run(stopping, request)
+    assert done.returncode != 0
+    assert len(said(done)) == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    (line,) = said(done)
+    assert re.fullmatch(
+        r"bench: spack: \S+/version-12\.tar\.gz: its sha256 is not the one Spack's package "
+        r"pins -- an archive repacked from git \(as the offline kit's are\) needs 'install "
+        r"--no-checksum'; any other: fetch it again",
+        line,
+    ), line
+
+
+@needs_spack
+def test_a_series_that_does_not_apply_is_one_line_naming_the_patch(stopping, request):
+    done, broken = stopping_run(stopping, request)
+    assert done.returncode != 0
+    assert len(said(done)) == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    (line,) = said(done)
+    assert line == (
+        f"bench: spack: {broken} does not apply to the staged release -- rewrite it against "
+        f"that release (patches/), then rerun: Spack restages the source"
+    ), done.stdout[-3000:]
+
+
+@needs_spack
+def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(stopping, request):
+    """Spack's default (reuse: true) concretized a changed series to the installed OpenFOAM,
+    the old patches in it; spack.yaml keeps the OpenFOAMs out of reuse. The control, the
+    series unchanged giving the installed hash, is test_spack.py's local concretization."""
+    done = stopping_run(stopping, request)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # "[+]  6xvmten  openfoam@2512..." installed, " -   hhb7ipf  openfoam@2512..." to build
     found = re.search(r"^\s*\S+\s+([a-z0-9]{7})\s+openfoam@2512\b", done.stdout, re.M)
     assert found, done.stdout[-3000:]
-    assert found.group(1) != installed["hash"][:7], found.group(0)
+    assert found.group(1) != offline_spack.installs()["v2512"]["hash"][:7], found.group(0)
 
 
 @needs_spack
@@ -207,7 +273,8 @@ def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
     """The install is stopped (SIGTERM, as a job's end or a closed session sends) once it
     compiles; it says how to go on, and the rerun builds on in the same tree: nothing staged
     or patched again, the objects compiled before kept, not compiled again."""
-    org12_archive()
+    if org12_missing():
+        pytest.skip(org12_missing())
     env = environment_copy(tmp_path / "env")
     scope = stage_scope(tmp_path, own_store=True)
     args = ["-C", str(scope), "-e", str(env), "install", "--no-checksum", "openfoam-org@12"]

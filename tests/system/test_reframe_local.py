@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cases import CASES, background_cells
-from conftest import IS_ROOT, REPO, as_nobody, bench_cli, free_port
+from conftest import FEWER_STEPS, IS_ROOT, REPO, as_nobody, bench_cli, free_port
 
 PARTITIONS = ["cpu", "slurm", "emu"] if IS_ROOT else ["cpu"]
 
@@ -204,7 +204,10 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
         TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
         TOPOFOAM_EMU_SUBNET="10.77.10",
     )
-    done = bench_cli("run", "--partition", "emu", "--tag", "multinode", env=env, timeout=1800)
+    done = bench_cli(
+        "run", "--partition", "emu", "--tag", "multinode", "--", "-S", FEWER_STEPS,
+        env=env, timeout=1800,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # 18 runs, 3 prepared cases, the patched build and the MPI call counter's build
     assert "local:emu: 23/23 test cases passed" in done.stdout
@@ -221,7 +224,7 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
         for n in ("1", "2", "4")
     )
     for r in rows:
-        assert (r["result"], r["timing"]) == ("pass", "emulated")
+        assert (r["result"], r["timing"], r["expected_steps"]) == ("pass", "emulated", "3")
         # Counted under srun and mpirun alike; v1912 has no node-aware reductions.
         assert int(r["allreduce_value"]) > 0 and int(r["reduce_value"]) == 0, r
         verified = r["variant"] == "local+global" and r["launcher_kind"] == "mpirun"

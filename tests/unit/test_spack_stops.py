@@ -34,6 +34,21 @@ def test_a_fetch_that_finds_nothing_names_the_package_and_the_mirror():
     )
 
 
+def test_a_stale_patch_index_names_the_package_and_the_commands_that_clear_it():
+    """Spack's words (lib/spack/spack/patch.py) when its index of a repository's patches
+    predates a changed patch (the sha256 is TEST DATA); the fix goes through ./bench, whose
+    Spack it is."""
+    said = (
+        "==> Error: Couldn't find patch for package topofoam.openfoam with sha256: "
+        "13b7681f0e2c5ee9a1ab7a5d2d1b21bb0e5e8c7de1d3c8cc94f6a2ad4c3f0b17\n"
+    )
+    assert why_it_stopped(said, MIRROR) == (
+        "a patch of topofoam.openfoam changed after Spack indexed the repository -- run "
+        "'./bench spack clean -m' (Spack's caches) and './bench spack -e . concretize -f', "
+        "then rerun"
+    )
+
+
 def test_output_that_names_no_known_stop_gives_none():
     assert why_it_stopped("==> Error: something Spack has not said before\n", MIRROR) is None
 
