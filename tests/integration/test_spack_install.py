@@ -210,7 +210,7 @@ def stopping(request, tmp_path_factory):
     result, or why it cannot run here (str)."""
     if offline_spack.missing():
         pytest.skip(str(offline_spack.missing()))
-    names = {item.originalname for item in request.session.items} & set(STOPPING)
+    names = {getattr(item, "originalname", None) for item in request.session.items} & set(STOPPING)
     why = {name: STOPPING[name][1]() for name in names}
     runs = side_by_side(
         lambda name: STOPPING[name][0](tmp_path_factory.mktemp(name[5:30])),
