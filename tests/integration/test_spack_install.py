@@ -135,7 +135,7 @@ def checksum_run(tmp_path: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def unapplicable_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+def not_applying_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
     """``spack patch`` of OpenFOAM-12 with a series copy in which a patch expects lines the
     release lacks: (the run, that patch as the environment's overlay reaches it)."""
     spack_dir, series = overlay_with_series_copy(tmp_path, "openfoam_org", "org-12")
@@ -195,7 +195,7 @@ STOPPING = {
         checksum_run, checksum_missing,
     ),
     "test_a_series_that_does_not_apply_is_one_line_naming_the_patch": (
-        unapplicable_run, org12_missing,
+        not_applying_run, org12_missing,
     ),
     "test_a_changed_series_is_a_new_openfoam_not_the_installed_one": (
         changed_series_run, v2512_missing,
