@@ -166,21 +166,23 @@ def changed_series_run(tmp_path: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def org12_missing() -> str | None:
+def org12_archive() -> tuple[Path | None, str | None]:
+    """OpenFOAM-12's archive in TOPOFOAM_SOURCES, or why there is none."""
     try:
-        sources.find(flavours.ORG12.archive, download=False)
+        return sources.find(flavours.ORG12.archive, download=False), None
     except sources.SourceError as e:
-        return str(e)
-    return None
+        return None, str(e)
+
+
+def org12_missing() -> str | None:
+    return org12_archive()[1]
 
 
 def checksum_missing() -> str | None:
     """Why the checksum test cannot run: no archive, or the release's own (it matches)."""
-    why = org12_missing()
-    if why is None:
-        archive = sources.find(flavours.ORG12.archive, download=False)
-        if sources.checksum(archive) == flavours.ORG12.archive.sha256:
-            why = f"{archive} is the release's own archive: its checksum matches"
+    archive, why = org12_archive()
+    if archive is not None and sources.checksum(archive) == flavours.ORG12.archive.sha256:
+        why = f"{archive} is the release's own archive: its checksum matches"
     return why
 
 
