@@ -130,6 +130,13 @@ def judgement(verdict, check, metric):
     return found
 
 
+def only(*checks: str) -> list[str]:
+    """A fault's session narrowed to the checks it concerns, and the node's fingerprint: the
+    verdict is FAIL by the checks left out ("missing") anyway, so each control asserts its
+    own check's judgement, which only the fault can fail. The unchanged rerun runs them all."""
+    return ["-n", "|".join(("NodeFingerprint", *checks))]
+
+
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
     """A first validation here: its session becomes this machine's expectations."""
@@ -142,7 +149,7 @@ def baseline(tmp_path_factory):
 
 
 def test_a_slower_machine_fails_the_verdict_naming_the_solver(baseline):
-    done = validate(baseline, "slower", quota=QUOTA)
+    done = validate(baseline, "slower", quota=QUOTA, reframe_args=only("SolverValidation"))
     assert done.returncode == 1, shown(done)
     verdict = verdict_of(baseline)
     assert verdict["verdict"] == "FAIL"
@@ -186,7 +193,10 @@ def test_a_transport_falling_back_to_tcp_fails_the_fabric_naming_it(baseline):
     shared-memory transports are missing), so its intra-node round trips take about 30
     times as long; the verdict fails, naming FabricValidation's latencies, even with this
     machine's wide fabric margins (site-configs/local.py)."""
-    done = validate(baseline, "tcp", reframe_args=["-S", "FabricValidation.env_vars=UCX_TLS:tcp"])
+    tcp = ["-S", "FabricValidation.env_vars=UCX_TLS:tcp"]
+    done = validate(
+        baseline, "tcp", reframe_args=[*only("FabricValidation", "SolverValidation"), *tcp]
+    )
     assert done.returncode == 1, shown(done)
     verdict = verdict_of(baseline)
     assert verdict["verdict"] == "FAIL"
@@ -214,7 +224,8 @@ def sync_scratch(tmp_path):
 def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync_scratch):
     """The node-local storage the case is copied to is a synchronously mounted disk: the
     rate at which OpenFOAM writes there fails, named; the rates on shared storage do not."""
-    done = validate(baseline, "sync-scratch", reframe_args=["-S", f"local_storage={sync_scratch}"])
+    scratch = ["-S", f"local_storage={sync_scratch}"]
+    done = validate(baseline, "sync-scratch", reframe_args=[*only("StorageValidation"), *scratch])
     assert done.returncode == 1, shown(done)
     verdict = verdict_of(baseline)
     assert verdict["verdict"] == "FAIL"
