@@ -153,15 +153,27 @@ def get(name: str) -> Flavour:
         raise BuildError(f"unknown flavour '{name}' -- choose from {', '.join(FLAVOURS)}") from None
 
 
+#: What Spack's compiler wrapper adds for the local site's target (x86_64) and gcc 12 takes
+#: by default: the same objects with or without them, so ccache leaves them out of its hash.
+SPACK_TARGET_FLAGS = "-march=x86-64 -mtune=generic"
+
+
 def ccache_environ() -> dict[str, str]:
     """ccache's settings for every OpenFOAM build here, ./bench build's and Spack's: one
     cache, and absolute paths under the cache folder hashed relative to the compiler's folder
-    (base_dir), so that a file compiled in another tree (a new key's, Spack's stage) hits."""
+    (base_dir), so that a file compiled in another tree (a new key's, Spack's stage) hits.
+
+    A file ./bench build compiled is then a hit for Spack's build of the same flavour, and
+    the other way round: ccache hashes the preprocessed source and the flags that are not
+    the preprocessor's (so not the -I that Spack's wrapper reorders, nor the -Wl,-rpath of
+    Spack's rules), and the locale, which Spack's build sets to C (config:build_language)."""
     cache = paths.cache_dir()
     return {
         "CCACHE_DIR": str(cache / "ccache"),
         "CCACHE_BASEDIR": str(cache),
         "CCACHE_MAXSIZE": os.environ.get("CCACHE_MAXSIZE", "20G"),
+        "CCACHE_IGNOREOPTIONS": SPACK_TARGET_FLAGS,
+        **{name: "C" for name in ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES")},
     }
 
 

@@ -81,7 +81,7 @@ SITES = {
             ("openfoam", "2512", series("esi-v2512")),
         ],
         mpi="4.1.4",
-        target=None,
+        target="x86_64",
         externals={
             "gcc",
             "openmpi",
