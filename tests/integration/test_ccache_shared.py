@@ -139,14 +139,21 @@ def spack_compile(lib: Path, env: dict, wrapper: Path, target_args: str) -> Path
     return obj
 
 
-def test_spack_build_hits_what_bench_build_compiled(cache, wrapper):
+@pytest.mark.parametrize("spack_first", [False, True], ids=["bench-then-spack", "spack-then-bench"])
+def test_either_build_hits_what_the_other_compiled(cache, wrapper, spack_first):
     folder, env = cache
     local = tree(folder / "openfoam" / "org12-building" / "OpenFOAM-12")
     stage = tree(folder / "spack" / "stage" / "spack-stage-openfoam-org-12-x" / "spack-src")
-    first = bench_build_compile(local, env)
+    builds = [
+        lambda: bench_build_compile(local, env),
+        lambda: spack_compile(stage, env, wrapper, flavours.SPACK_TARGET_FLAGS),
+    ]
+    if spack_first:
+        builds.reverse()
+    first = builds[0]()
     assert stats(env) == {"hit": 0, "miss": 1}
-    second = spack_compile(stage, env, wrapper, flavours.SPACK_TARGET_FLAGS)
-    assert stats(env) == {"hit": 1, "miss": 1}, "Spack's compile of the same file missed"
+    second = builds[1]()
+    assert stats(env) == {"hit": 1, "miss": 1}, "the second build's compile of the file missed"
     assert first.read_bytes() == second.read_bytes()
 
 
