@@ -26,8 +26,12 @@ def test_the_p2p_check_measures_the_profile_back(emu_p2p):
     for scalars in (10, 1000):
         one_way = set_.latency_us + 8 * scalars / set_.mbytes
         measured = row[f"rtt_{scalars}"]
-        # the link's own cost comes on top: tens of microseconds here
-        assert 2 * one_way <= measured <= 1.25 * 2 * one_way, (scalars, measured, one_way)
+        # The emulated link's own round trip comes on top of what is set: about 30 us on one
+        # machine here, about 80 us on another (2026-11-27), so a fixed share of the set cost
+        # is no bound. The profile's scale puts its latency above it: at most one one-way
+        # latency more (a latency set twice, or not at all, is out of these bounds).
+        own = measured - 2 * one_way
+        assert 0 <= own <= set_.latency_us, (scalars, measured, one_way)
     assert row["bandwidth"] == pytest.approx(set_.mbytes, rel=0.1)
     assert row["allreduce_latency"] >= set_.latency_us
     report = (emu_p2p / "report" / "local" / "report.md").read_text()
