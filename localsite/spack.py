@@ -271,6 +271,16 @@ def mirror_scope(spack: OfflineSpack, fetch: bool = False) -> tuple[Path, dict[s
 COMPILER_WRAPPER = ("1.1.0", "a07b35081d14b0729090bc1e5790a5dda2d5b997e064c62da39a1224ee249b2a")
 
 
+def compiler_wrapper_script(spack: OfflineSpack) -> Path | None:
+    """The compiler wrapper script (cc.sh) in Spack's release, the one installed here."""
+    return next(
+        (spack.root / "var" / "spack" / "test_repos").glob(
+            "spack_repo/*/packages/compiler_wrapper/cc.sh"
+        ),
+        None,
+    )
+
+
 def _compiler_wrapper(spack: OfflineSpack, dest: Path) -> None:
     """The compiler wrapper's archive, which the offline kit lacks: Spack's release carries
     the script (cc.sh, for its own tests' compiler-wrapper package), packed here as the
@@ -279,12 +289,7 @@ def _compiler_wrapper(spack: OfflineSpack, dest: Path) -> None:
     version, sha256 = COMPILER_WRAPPER
     tarball = spack.home / "sources" / f"compiler-wrapper-{version}.tar.gz"
     if not tarball.is_file():
-        script = next(
-            (spack.root / "var" / "spack" / "test_repos").glob(
-                "spack_repo/*/packages/compiler_wrapper/cc.sh"
-            ),
-            None,
-        )
+        script = compiler_wrapper_script(spack)
         if script is None:
             return  # Spack's install then says that no fetcher found it (why_it_stopped)
         tarball.parent.mkdir(parents=True, exist_ok=True)

@@ -80,12 +80,7 @@ def wrapper(tmp_path_factory) -> Path:
     why = offline_spack.missing()
     if why:
         pytest.skip(why)
-    spack = offline_spack.ensure()
-    script = next(
-        (spack.root / "var" / "spack" / "test_repos").glob(
-            "spack_repo/*/packages/compiler_wrapper/cc.sh"
-        )
-    )
+    script = offline_spack.compiler_wrapper_script(offline_spack.ensure())
     folder = tmp_path_factory.mktemp("wrapper")
     shutil.copy(script, folder / "c++")
     (folder / "c++").chmod(0o755)
