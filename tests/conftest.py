@@ -132,6 +132,16 @@ SPACK_BUILT = {"org12-spack": "OpenFOAM-12 (Spack)", "v2512-spack": "ESI v2512 (
 #: summary.
 ASKED: dict[str, set[str]] = {name: set() for name in (*BUILT, *SPACK_BUILT)}
 
+#: Tests that need a flavour in a file whose other tests do not (runs_on): test id -> flavour.
+ON_FLAVOUR: dict[str, str] = {}
+
+
+def runs_on(name: str, nodeid: str) -> None:
+    """Count test ``nodeid`` under flavour ``name`` in the run's summary, where its file as a
+    whole is not that flavour's (test_spack_install.py's changed-series test needs Spack's
+    v2512, the file's other tests only the kit)."""
+    ON_FLAVOUR[nodeid] = name
+
 
 def built_env(name: str) -> dict:
     """Environment to run the cached build of flavour ``name`` (localsite/flavours.py, with
@@ -170,7 +180,10 @@ def spack_env(name: str) -> dict:
 
 def _flavour_of(nodeid: str) -> str:
     """The flavour a test ran on: the one its file asked for (built_env); where its file asked
-    for several, the one its parameters name; else the embedded default."""
+    for several, the one its parameters name; else the embedded default. A test registered
+    by runs_on is its flavour's, whatever its file asked for."""
+    if nodeid in ON_FLAVOUR:
+        return ON_FLAVOUR[nodeid]
     asked = [n for n, files in ASKED.items() if nodeid.split("::")[0] in files]
     params = nodeid.partition("[")[2]
     named = [n for n in asked if re.search(rf"(^|-){n}(-|\]|$)", params)]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_spack import environment_copy, side_by_side
 
-from conftest import PYTHON, REPO, bench_cli
+from conftest import PYTHON, REPO, bench_cli, runs_on
 from localsite import flavours, sources
 from localsite import spack as offline_spack
 
@@ -224,6 +224,8 @@ def stopping(request, tmp_path_factory):
 def stopping_run(stopping, request):
     """This test's run from ``stopping``; skipped, saying why, where it cannot run."""
     result = stopping[request.node.originalname]
+    if STOPPING[request.node.originalname][1] is v2512_missing:
+        runs_on("v2512-spack", request.node.nodeid)  # its skip is that flavour's, not v1912's
     if isinstance(result, str):
         pytest.skip(result)
     if isinstance(result, Exception):  # a timeout, say: this test's alone (side_by_side)
