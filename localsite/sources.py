@@ -102,8 +102,33 @@ def _fetched(archive: Archive, cached: Path, where: str, put_in: str) -> Path:
 
 def part_of(path: Path) -> Path:
     """Where this process writes ``path`` before renaming it into place: a name of its own,
-    so that two processes making the same file (two ./bench runs) never write into one."""
+    so that two processes making the same file (two ./bench runs) never write into one.
+    What a killed process left half-written there is removed first (_stale_parts)."""
+    for stale in _stale_parts(path):
+        stale.unlink(missing_ok=True)
     return path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+
+
+def _stale_parts(path: Path) -> list[Path]:
+    """The ``.part`` files of ``path`` whose writer no longer runs: a download or a mirror
+    tarball a stopped process left behind (each as large as the archive). A part whose
+    process id is alive is kept, as it may be another ./bench writing it now."""
+    stale = []
+    for part in path.parent.glob(f"{path.name}.*-*.part"):
+        pid = part.name.removeprefix(f"{path.name}.").partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            stale.append(part)
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _download(archive: Archive, dest: Path) -> Path:
