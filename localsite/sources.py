@@ -127,7 +127,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: alive
-        return True
+        pass
     return True
 
 

@@ -224,8 +224,6 @@ def stopping(request, tmp_path_factory):
 def stopping_run(stopping, request):
     """This test's run from ``stopping``; skipped, saying why, where it cannot run."""
     result = stopping[request.node.originalname]
-    if STOPPING[request.node.originalname][1] is v2512_missing:
-        runs_on("v2512-spack", request.node.nodeid)  # its skip is that flavour's, not v1912's
     if isinstance(result, str):
         pytest.skip(result)
     if isinstance(result, Exception):  # a timeout, say: this test's alone (side_by_side)
@@ -264,6 +262,7 @@ def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(stopping, requ
     """Spack's default (reuse: true) concretized a changed series to the installed OpenFOAM,
     the old patches in it; spack.yaml keeps the OpenFOAMs out of reuse. The control, the
     series unchanged giving the installed hash, is test_spack.py's local concretization."""
+    runs_on("v2512-spack", request.node.nodeid)  # it needs Spack's v2512: its skip is that one's
     done = stopping_run(stopping, request)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # "[+]  6xvmten  openfoam@2512..." installed, " -   hhb7ipf  openfoam@2512..." to build
