@@ -43,7 +43,7 @@ from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
 from localsite.facts import FactsError, load
 from localsite.slurm import LocalSlurm
 from sitekit.cluster import spack_environment
-from topofoam import paths, settings
+from topofoam import paths, settings, sweepspace
 
 # What ./bench found out about this machine (processor, cores, NUMA nodes, build folders).
 try:
@@ -76,6 +76,7 @@ try:
     _emu = EmulatedCluster()
     _compare = _compare_cases()
     _repeat_count = _repeats()
+    _validate_repeats = settings.validate_repeats(sweepspace.VALIDATE_REPEATS)
 except settings.SettingError as e:
     sys.exit(f"site-configs/local.py: {e}")
 
@@ -159,6 +160,8 @@ _sweep = {
     # margin (-80 %) missed once when it held for all MB/s. The faults found: a CPU quota (the
     # solver), a transport falling back to TCP (round trips 30 times), a synchronous scratch
     # disk (reconstructPar's rate: tests/system/test_validate.py).
+    # Repeats of each validation measurement on cpu and slurm (TOPOFOAM_VALIDATE_REPEATS).
+    "validate_repeats": _validate_repeats,
     "validate_margins": {"s": 0.50, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
     "node_hour_price": None,
     "currency": "",

@@ -85,6 +85,12 @@ def repeats() -> int:
     return whole("TOPOFOAM_REPEATS", 5)
 
 
+def validate_repeats(default: int) -> int:
+    """TOPOFOAM_VALIDATE_REPEATS: repeats of each validation measurement on the local site
+    (``default``: the suite's). 3 at least: the judgement's confidence interval needs them."""
+    return whole("TOPOFOAM_VALIDATE_REPEATS", default, least=3)
+
+
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
 _BITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
 
@@ -122,6 +128,9 @@ def check_all() -> None:
     """Refuse, before anything starts, any settings variable outside its domain."""
     compare()
     repeats()
+    from topofoam import sweepspace  # the suite's count is the validation's own
+
+    validate_repeats(sweepspace.VALIDATE_REPEATS)
     for name, default in (
         ("TOPOFOAM_SLURMCTLD_PORT", 6817),
         ("TOPOFOAM_SLURMD_PORT", 6818),

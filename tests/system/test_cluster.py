@@ -304,7 +304,8 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
         TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
         TOPOFOAM_EMU_SUBNET="10.77.11",
     )
-    # Three runs (1, 2, 4 nodes), each holding its nodes 30 s after the solver.
+    # Three runs (1, 2, 4 nodes), each holding its nodes 10 s after the solver: the 4-node
+    # one is caught running within about 4 s (a poll a second, then 3 s for the solver).
     bench = subprocess.Popen(
         [
             PYTHON,
@@ -319,7 +320,7 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
             "-n",
             "MultiNodeRun%repeat=0%variant=standard%launcher_kind=srun",
             "-S",
-            "MultiNodeRun.postrun_cmds=sleep 30",
+            "MultiNodeRun.postrun_cmds=sleep 10",
             # No rerun (./bench run reruns once on emu): it would wait for the dead node.
             "--max-retries",
             "0",

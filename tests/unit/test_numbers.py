@@ -347,6 +347,11 @@ def test_two_different_rows_of_one_run_are_both_rejected(tmp_path):
         ("TOPOFOAM_REPEATS", "0", r"TOPOFOAM_REPEATS='0' is not a whole number 1 or more"),
         ("TOPOFOAM_REPEATS", "five", r"TOPOFOAM_REPEATS='five' is not a whole number"),
         (
+            "TOPOFOAM_VALIDATE_REPEATS",
+            "2",
+            r"TOPOFOAM_VALIDATE_REPEATS='2' is not a whole number 3 or more",
+        ),
+        (
             "TOPOFOAM_SLURMCTLD_PORT",
             "abc",
             r"TOPOFOAM_SLURMCTLD_PORT='abc' is not a whole number 1 to 65535",
