@@ -253,8 +253,15 @@ def ensure_built(flavour: Flavour) -> Path:
         BUILD_OVERLAY=str(OVERLAYS / flavour.overlay) if flavour.overlay else "",
         **ccache_environ(),
     )
-    if lowpriority.run(cmd, env=env) != 0:
+    status = lowpriority.run(cmd, env=env)
+    if status != 0:
         log = where / "build.log"
+        stopped = lowpriority.stopped_by(status)
+        if stopped:  # a stop from outside, not a failure of the build or of its archive
+            raise BuildError(
+                f"the {flavour.title} build was stopped ({stopped}) -- rerun './bench build "
+                f"{flavour.name}': it continues where it stopped"
+            )
         if not where.exists():  # the archive was refused before anything was built
             raise BuildError(
                 f"the {flavour.title} build did not start: {archive} is not a usable "

@@ -52,6 +52,16 @@ def run(cmd: list[str], **popen) -> int:
             signal.signal(signal.SIGTERM, old)
 
 
+def stopped_by(status: int) -> str | None:
+    """The signal that stopped a command whose exit status is ``status`` (negative: Python's
+    way; 128 + n: a shell's, as when the build's script was signalled), if a stop's: SIGTERM,
+    SIGINT, SIGHUP or SIGKILL, as a job's end, a closed session or an admin sends. None for
+    any other status: the command failed of itself."""
+    stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL)
+    number = -status if status < 0 else status - 128 if status > 128 else None
+    return signal.Signals(number).name if number in stops else None
+
+
 def stop(child: subprocess.Popen) -> None:
     """Stop a demoted child and everything it started (they share its process group)."""
     try:

@@ -59,3 +59,19 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_a_stop_from_outside_is_told_from_a_failure():
+    """The build's script killed by a job's end or an admin (SIGTERM, SIGKILL; directly, or
+    a shell reporting its child's signal as 128 + n) is a stop, which the next run continues;
+    an exit of its own, or a crash (SIGSEGV), is a failure (flavours.build says which)."""
+    statuses = {
+        "bash -c 'kill -TERM $$'": "SIGTERM",
+        "bash -c 'kill -KILL $$'": "SIGKILL",
+        "bash -c 'sh -c \"kill -TERM \\$\\$\"; exit $?'": "SIGTERM",  # 143 from the shell
+        "bash -c 'exit 2'": None,
+        "bash -c 'kill -SEGV $$'": None,
+    }
+    for command, stop in statuses.items():
+        status = lowpriority.run(["sh", "-c", command])
+        assert lowpriority.stopped_by(status) == stop, (command, status)
