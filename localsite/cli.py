@@ -495,6 +495,13 @@ def build_command(args: argparse.Namespace) -> int:
     except flavours.BuildError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C, or a SIGTERM of ours (lowpriority.run)
+        print(
+            f"bench: the build was stopped -- rerun './bench build {args.flavour}': it "
+            f"continues where it stopped",
+            file=sys.stderr,
+        )
+        return 130
     if flavour.openmpi5_mplib:
         # The Open MPI 5 launch path (OCI's MPI); the main build stands without it.
         try:
