@@ -519,6 +519,14 @@ def _kept_lock(spack: OfflineSpack, site: str | None) -> Path:
     return spack.root / "topofoam-locks" / f"{site or 'all'}-{lock_key(site)}.lock"
 
 
+def kept_lock(site: str | None) -> Path | None:
+    """The lock that an install kept for ``site`` and the current inputs (keep_lock), if any."""
+    if missing():
+        return None
+    kept = _kept_lock(_keyed(kit_dir()), site)
+    return kept if kept.is_file() else None
+
+
 def keep_lock(site: str | None) -> Path | None:
     """After an install: the repository's spack.lock, kept in the offline Spack's folder
     under the inputs' key, so that a fresh clone (git ignores spack.lock) still finds what

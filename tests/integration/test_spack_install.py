@@ -279,6 +279,11 @@ def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
     if org12_missing():
         pytest.skip(org12_missing())
     env = environment_copy(tmp_path / "env")
+    # The lock the local install kept for these inputs, where there is one: the install then
+    # builds at once instead of concretizing first (about 90 s; test_spack.py concretizes).
+    kept = offline_spack.kept_lock("local")
+    if kept:
+        shutil.copyfile(kept, env / "spack.lock")
     scope = stage_scope(tmp_path, own_store=True)
     args = ["-C", str(scope), "-e", str(env), "install", "--no-checksum", "openfoam-org@12"]
     before: dict[Path, float] = {}
