@@ -145,6 +145,8 @@ _sweep = {
         # damBreak3D keeps the ci size's 50: later, with its fixed time step, the falling
         # water's Courant number passes 1 (OpenFOAM-12, 200 steps: 1.05).
     },
+    # Repeats of each validation measurement on cpu and slurm (TOPOFOAM_VALIDATE_REPEATS).
+    "validate_repeats": _validate_repeats,
     # The validation's practical margins here (topofoam.validation): a shared 2-core virtual
     # machine. Its solver time drifted by up to about 7 % between unchanged sessions on the
     # AMD EPYC; on the Intel Xeon (session 26's CI) the sessions after a baseline took +20 to
@@ -160,8 +162,6 @@ _sweep = {
     # margin (-80 %) missed once when it held for all MB/s. The faults found: a CPU quota (the
     # solver), a transport falling back to TCP (round trips 30 times), a synchronous scratch
     # disk (reconstructPar's rate: tests/system/test_validate.py).
-    # Repeats of each validation measurement on cpu and slurm (TOPOFOAM_VALIDATE_REPEATS).
-    "validate_repeats": _validate_repeats,
     "validate_margins": {"s": 0.50, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
     "node_hour_price": None,
     "currency": "",
