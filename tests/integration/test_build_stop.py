@@ -12,17 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_spack_install import org12_missing
 
 from conftest import PYTHON, REPO, runs_on
-from localsite import flavours, sources
-
-
-def org12_missing() -> str | None:
-    try:
-        sources.find(flavours.ORG12.archive, download=False)
-    except sources.SourceError as e:
-        return str(e)
-    return None
 
 
 def stopped_build(cache: Path, sig: signal.Signals) -> tuple[int, str]:
