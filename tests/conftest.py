@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,17 @@ def pytest_terminal_summary(terminalreporter):
             f"{titles[name]}: {_built_here(name)}; {ran} test(s) run ({c['failed']} failed), "
             f"{c['skipped']} skipped{why}"
         )
+
+
+def left_running(path: Path, within: float = 20) -> str:
+    """The processes whose command line names ``path``, once they are gone or ``within``
+    seconds have passed (a killed compiler may take a moment to go): empty when none is left."""
+    deadline = time.monotonic() + within
+    while True:
+        found = subprocess.run(["pgrep", "-af", str(path)], capture_output=True, text=True)
+        if not found.stdout or time.monotonic() > deadline:
+            return found.stdout
+        time.sleep(0.5)
 
 
 def org12_env() -> dict:

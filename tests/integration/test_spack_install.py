@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_spack import environment_copy, side_by_side
 
-from conftest import PYTHON, REPO, bench_cli, runs_on
+from conftest import PYTHON, REPO, bench_cli, left_running, runs_on
 from localsite import flavours, sources
 from localsite import spack as offline_spack
 
@@ -304,16 +304,7 @@ def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
             "continues in Spack's kept stage"
         ), text[-2000:]
         assert "Traceback" not in text
-        # Nothing of the build is left running (a killed compiler may take a moment to go).
-        deadline = time.monotonic() + 20
-        while True:
-            left = subprocess.run(
-                ["pgrep", "-af", str(tmp_path / "stage")], capture_output=True, text=True
-            )
-            if left.returncode == 1 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert left.returncode == 1, left.stdout
+        assert not left_running(tmp_path / "stage")  # nothing of the build is left running
         if attempt == 1:
             assert "Applied patch" not in text and "Already patched openfoam-org" in text
             after = _objects(tmp_path / "stage")
