@@ -32,7 +32,7 @@ from localsite import estimate, facts, flavours, lowpriority, openfoam, strays
 from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
-from topofoam import paths, resume, settings
+from topofoam import checkfiles, paths, resume, settings
 
 PARTITIONS = ("cpu", "slurm", "emu", "ompi5")
 #: What runs unless --partition says otherwise; ompi5 (Open MPI 5, site-configs/local.py) joins
@@ -118,8 +118,8 @@ def _reframe_command(
         str(Path(sys.executable).parent / "reframe"),
         "-C",
         str(CONFIG),
-        "-c",
-        str(paths.REPO / "reframe"),
+        # Only the check files the tags select: ReFrame loads every file it is given.
+        *(arg for f in checkfiles.for_tags(tags) for arg in ("-c", str(f))),
         "--system",
         f"local:{partition}",
         "--exec-policy",

@@ -1,0 +1,91 @@
+"""Which check files of reframe/ a tag selection needs, so that ``./bench run --tag X`` has
+ReFrame load those files only.
+
+ReFrame loads every file it is given with -c, and loading all of reframe/ (about 200 test
+cases once parameterised) takes about 3.5 s more than one file; the test suite calls
+``./bench run --tag ...`` some 50 times. The files are read, not imported: a file is left
+out only when each check it registers (``@rfm.simple_test``) states its tags as a literal
+in its own body and none of them passes the selection. Whatever cannot be read that way (a
+check whose tags are inherited or computed, a file that does not parse, a pattern that is
+not a regular expression) keeps its file, so the selection is never narrower than ReFrame's.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+from topofoam.paths import CHECKS
+
+
+def _registered(tree: ast.Module) -> list[ast.ClassDef]:
+    """The classes of a check file that ReFrame registers as checks."""
+
+    def registers(decorator: ast.expr) -> bool:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        return name == "simple_test"
+
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(registers(d) for d in node.decorator_list)
+    ]
+
+
+def literal_tags(check: ast.ClassDef) -> set[str] | None:
+    """The tags a check's own body states as a literal; None when it states none (they are
+    inherited) or they are computed."""
+    for node in check.body:
+        if isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        else:
+            continue
+        if "tags" in names:
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+            if isinstance(value, (set, frozenset, list, tuple)):
+                return {str(tag) for tag in value}
+            return None
+    return None
+
+
+def passes(tags: set[str], patterns: list[str]) -> bool:
+    """ReFrame's -t selection: every pattern finds a tag (re.search), a ``!pattern`` none."""
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        regex = re.compile(pattern[1:] if negated else pattern)
+        if any(regex.search(tag) for tag in tags) == negated:
+            return False
+    return True
+
+
+def needed(file: Path, patterns: list[str]) -> bool:
+    try:
+        tree = ast.parse(file.read_text(), filename=str(file))
+    except (OSError, SyntaxError, ValueError):
+        return True  # ReFrame says what is wrong with it
+    for check in _registered(tree):
+        tags = literal_tags(check)
+        if tags is None or passes(tags, patterns):
+            return True
+    return False
+
+
+def for_tags(patterns: list[str], folder: Path = CHECKS) -> list[Path]:
+    """What to give ReFrame's -c for a run with these -t patterns: the check files of folder
+    (its *.py, as ReFrame reads a folder without -R) that may hold a selected check; the
+    folder itself when there are no patterns, a pattern is not a regular expression, or no
+    file is selected (ReFrame then says that nothing matched, as it would have)."""
+    if not patterns:
+        return [folder]
+    try:
+        for pattern in patterns:
+            re.compile(pattern.removeprefix("!"))
+    except re.error:
+        return [folder]
+    files = [f for f in sorted(folder.glob("*.py")) if needed(f, patterns)]
+    return files or [folder]
