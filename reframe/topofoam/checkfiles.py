@@ -7,7 +7,9 @@ cases once parameterised) takes about 3.5 s more than one file; the test suite c
 out only when each check it registers (``@rfm.simple_test``) states its tags as a literal
 in its own body and none of them passes the selection. Whatever cannot be read that way (a
 check whose tags are inherited or computed, a file that does not parse, a pattern that is
-not a regular expression) keeps its file, so the selection is never narrower than ReFrame's.
+not a regular expression) keeps its file, and any code of the checks that touches a test's
+``tags`` at run time (``self.tags |= ...`` in a hook, in a check file or the library under
+it) makes every file load, so the selection is never narrower than ReFrame's.
 """
 
 import ast
@@ -15,6 +17,33 @@ import re
 from pathlib import Path
 
 from topofoam.paths import CHECKS
+
+
+def _changes_tags(node: ast.AST) -> bool:
+    """Whether a statement changes an object's tags: ``x.tags = ...``, ``x.tags |= ...``,
+    ``x.tags.add(...)``, ``x.tags.update(...)``."""
+
+    def is_tags(target: ast.AST) -> bool:
+        return isinstance(target, ast.Attribute) and target.attr == "tags"
+
+    if isinstance(node, ast.Assign):
+        return any(is_tags(t) for t in node.targets)
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return is_tags(node.target)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("add", "update") and is_tags(node.func.value)
+    return False
+
+
+def _tags_change_at_run_time(folder: Path) -> bool:
+    for file in folder.rglob("*.py"):
+        try:
+            tree = ast.parse(file.read_text(), filename=str(file))
+        except (OSError, SyntaxError, ValueError):
+            continue  # ReFrame fails on it, wherever it is imported, and says why
+        if any(_changes_tags(node) for node in ast.walk(tree)):
+            return True
+    return False
 
 
 def _registered(tree: ast.Module) -> list[ast.ClassDef]:
@@ -78,14 +107,17 @@ def needed(file: Path, patterns: list[str]) -> bool:
 def for_tags(patterns: list[str], folder: Path = CHECKS) -> list[Path]:
     """What to give ReFrame's -c for a run with these -t patterns: the check files of folder
     (its *.py, as ReFrame reads a folder without -R) that may hold a selected check; the
-    folder itself when there are no patterns, a pattern is not a regular expression, or no
-    file is selected (ReFrame then says that nothing matched, as it would have)."""
+    folder itself when there are no patterns, a pattern is not a regular expression, the
+    checks change tags at run time, or no file is selected (ReFrame then says that nothing
+    matched, as it would have)."""
     if not patterns:
         return [folder]
     try:
         for pattern in patterns:
             re.compile(pattern.removeprefix("!"))
     except re.error:
+        return [folder]
+    if _tags_change_at_run_time(folder):
         return [folder]
     files = [f for f in sorted(folder.glob("*.py")) if needed(f, patterns)]
     return files or [folder]

@@ -77,3 +77,20 @@ def test_a_file_is_kept_whenever_its_checks_tags_cannot_be_read(tmp_path):
     # A class ReFrame does not register selects nothing: only the unreadable files stay.
     assert names(["beta"]) == ["broken.py", "computed.py", "inherited.py"]
     assert names(["!alpha"]) == ["broken.py", "computed.py", "inherited.py"]
+
+
+@pytest.mark.parametrize(
+    "hook", ["self.tags |= {'beta'}", "self.tags.add('beta')", "self.tags = {'beta'}"]
+)
+def test_tags_changed_at_run_time_load_every_file(tmp_path, hook):
+    (tmp_path / "a.py").write_text(
+        "import reframe as rfm\n\n@rfm.simple_test\nclass A(Base):\n    tags = {'alpha'}\n"
+    )
+    library = tmp_path / "lib"
+    library.mkdir()
+    (library / "base.py").write_text(f"class Base:\n    def hook(self):\n        {hook}\n")
+    assert checkfiles.for_tags(["beta"], tmp_path) == [tmp_path]
+    # Reading the tags is not changing them.
+    (library / "base.py").write_text("class Base:\n    def hook(self):\n        self.tags == 1\n")
+    assert checkfiles.for_tags(["beta"], tmp_path) == [tmp_path]  # nothing selected: the folder
+    assert checkfiles.for_tags(["alpha"], tmp_path) == [tmp_path / "a.py"]
