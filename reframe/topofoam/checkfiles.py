@@ -35,15 +35,15 @@ def _changes_tags(node: ast.AST) -> bool:
     return False
 
 
-def _tags_change_at_run_time(folder: Path) -> bool:
-    for file in folder.rglob("*.py"):
+def _parsed(folder: Path) -> dict[Path, ast.Module | None]:
+    """Every Python file under folder, parsed once; None for one that does not parse."""
+    trees = {}
+    for file in sorted(folder.rglob("*.py")):
         try:
-            tree = ast.parse(file.read_text(), filename=str(file))
+            trees[file] = ast.parse(file.read_text(), filename=str(file))
         except (OSError, SyntaxError, ValueError):
-            continue  # ReFrame fails on it, wherever it is imported, and says why
-        if any(_changes_tags(node) for node in ast.walk(tree)):
-            return True
-    return False
+            trees[file] = None  # ReFrame fails on it, wherever it is imported, and says why
+    return trees
 
 
 def _registered(tree: ast.Module) -> list[ast.ClassDef]:
@@ -92,10 +92,8 @@ def passes(tags: set[str], patterns: list[str]) -> bool:
     return True
 
 
-def needed(file: Path, patterns: list[str]) -> bool:
-    try:
-        tree = ast.parse(file.read_text(), filename=str(file))
-    except (OSError, SyntaxError, ValueError):
+def needed(tree: ast.Module | None, patterns: list[str]) -> bool:
+    if tree is None:
         return True  # ReFrame says what is wrong with it
     for check in _registered(tree):
         tags = literal_tags(check)
@@ -117,7 +115,8 @@ def for_tags(patterns: list[str], folder: Path = CHECKS) -> list[Path]:
             re.compile(pattern.removeprefix("!"))
     except re.error:
         return [folder]
-    if _tags_change_at_run_time(folder):
+    trees = _parsed(folder)
+    if any(_changes_tags(node) for tree in trees.values() if tree for node in ast.walk(tree)):
         return [folder]
-    files = [f for f in sorted(folder.glob("*.py")) if needed(f, patterns)]
+    files = [f for f, tree in trees.items() if f.parent == folder and needed(tree, patterns)]
     return files or [folder]
