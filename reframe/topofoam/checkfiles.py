@@ -92,10 +92,23 @@ def passes(tags: set[str], patterns: list[str]) -> bool:
     return True
 
 
+def _mentions_simple_test(tree: ast.Module) -> int:
+    """How often a file names ``simple_test`` (as a decorator, a call or otherwise)."""
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Attribute) and node.attr == "simple_test")
+        or (isinstance(node, ast.Name) and node.id == "simple_test")
+    )
+
+
 def needed(tree: ast.Module | None, patterns: list[str]) -> bool:
     if tree is None:
         return True  # ReFrame says what is wrong with it
-    for check in _registered(tree):
+    checks = _registered(tree)
+    if _mentions_simple_test(tree) > len(checks):
+        return True  # registered some other way (rfm.simple_test(Cls), a nested class): unread
+    for check in checks:
         tags = literal_tags(check)
         if tags is None or passes(tags, patterns):
             return True
