@@ -5,11 +5,12 @@ ReFrame loads every file it is given with -c, and loading all of reframe/ (about
 cases once parameterised) takes about 5 s more than one file (docs/timings.md); the test
 suite calls ``./bench run --tag ...`` some 50 times. The files are read, not imported: a
 file is left out only when each check it registers (``@rfm.simple_test``) states its tags
-as a literal in its own body and none of them passes the selection. Whatever cannot be read that way (a
-check whose tags are inherited or computed, a file that does not parse, a pattern that is
-not a regular expression) keeps its file, and any code of the checks that touches a test's
-``tags`` at run time (``self.tags |= ...`` in a hook, in a check file or the library under
-it) makes every file load, so the selection is never narrower than ReFrame's.
+as a literal in its own body and none of them passes the selection. Whatever cannot be read
+that way (a check whose tags are inherited or computed, a file that does not parse, a
+pattern that is not a regular expression) keeps its file, and any code of the checks that
+touches a test's ``tags`` at run time (``self.tags |= ...`` in a hook, in a check file or
+the library under it) makes every file load, so the selection is never narrower than
+ReFrame's.
 """
 
 import ast
