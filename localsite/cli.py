@@ -32,7 +32,10 @@ from localsite import estimate, facts, flavours, lowpriority, openfoam, strays
 from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
-from topofoam import checkfiles, paths, resume, settings
+from topofoam import paths
+from topofoam.checks import checkfiles
+from topofoam.config import settings
+from topofoam.results import resume
 
 PARTITIONS = ("cpu", "slurm", "emu", "ompi5")
 #: What runs unless --partition says otherwise; ompi5 (Open MPI 5, site-configs/local.py) joins

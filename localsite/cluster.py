@@ -33,7 +33,8 @@ from localsite.slurm import (
     spool_dir,
     terminate,
 )
-from topofoam import fabric, paths, settings
+from topofoam import paths
+from topofoam.config import fabric, settings
 
 #: What each emulated node declares: the layout rankmap and the checks see. It may exceed the
 #: real cores; binding is then not applied (TaskPlugin=task/none), and checks say so.

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from localsite.benchrun import bench_run
-from topofoam import fabric, settings
+from topofoam.config import fabric, settings
 from topofoam.results import perflog
 
 

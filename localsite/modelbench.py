@@ -5,7 +5,7 @@
 in one results folder (default: a new one under the system's temporary folder, kept): the
 p2p check on ``cpu`` (the levels inside a node) and on ``emu`` under the fabric profile (the
 link between nodes), then the multi-node check on ``emu`` under the profile, launched by srun,
-``--repeats`` times; then ``python -m topofoam.modelcheck`` on its perflogs: measured and
+``--repeats`` times; then ``python -m topofoam.prediction.modelcheck`` on its perflogs: measured and
 predicted time per step per variant and node count, the error, whether the model orders the
 variants as the measurements do, and how long the model took. Root only (namespaces, tc).
 Run it with nothing else on the machine: it is a timing.
@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from localsite.benchrun import bench_run
-from topofoam import fabric, modelcheck, settings
+from topofoam.config import fabric, settings
+from topofoam.prediction import modelcheck
 
 #: One launcher is enough for the model (it does not price launchers); srun is the sites'.
 SELECT = ("-n", "MultiNodeRun.*launcher_kind=srun")
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m localsite.modelbench", description=__doc__.split("\n\n")[0]
     )
-    p.add_argument("--profile", default="vsc5x100", help="fabric profile (topofoam.fabric)")
+    p.add_argument("--profile", default="vsc5x100", help="fabric profile (topofoam.config.fabric)")
     p.add_argument("--repeats", type=int, default=5, help="repeats of every run (at least 4)")
     p.add_argument("--results", type=Path, help="results folder (default: a new one)")
     args = p.parse_args(argv)

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from localsite.benchrun import bench_run
-from topofoam import settings
+from topofoam.config import settings
 
 NODE = "node3"
 

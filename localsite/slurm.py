@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from topofoam import paths, settings
+from topofoam import paths
+from topofoam.config import settings
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 

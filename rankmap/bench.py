@@ -11,7 +11,7 @@ preset machine: inter-node halo volume and hop-bytes of the default block placem
 one-shot tleaf mapping and rankmap, and the node-level cut that KaHIP's strong mode reaches
 with exact balance (best of three seeds). Hop-bytes here are priced by seed 000 Table 2: its
 hpc2 row for hpc2, its VSC-5 row for the others (OCI has no published row; the sweeps never
-borrow one, see reframe/topofoam/costs.py). --quick runs the 1,280-rank figures only.
+borrow one, see reframe/topofoam/prediction/costs.py). --quick runs the 1,280-rank figures only.
 
 Targets (issue 17): 1,280 ranks placed in <= 0.3 s; 131,072 ranks in <= 10 s and <= 200 MiB;
 on every real decomposition an inter-node volume <= 1.02x KaHIP's and inter-node volume and

@@ -219,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--cost-table",
             help="latency table in seed 000's format (default: its "
-            "Table 2; python -m topofoam.p2p writes one from the p2p check)",
+            "Table 2; python -m topofoam.results.p2p writes one from the p2p check)",
         )
 
     m = sub.add_parser("map", help="rankmap placement + launcher files + schedules")

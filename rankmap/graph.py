@@ -254,7 +254,7 @@ EDGES_HEADER = "rank,neighbour,faces"
 
 def write_edges(graph: CommGraph, path: Path) -> Path:
     """The graph as an edge list (``rank,neighbour,faces``, each processor patch once): what
-    a run keeps of its decomposition, for the time-per-step model (topofoam.model)."""
+    a run keeps of its decomposition, for the time-per-step model (topofoam.prediction.model)."""
     u, v, w = graph.edges()
     lines = [f"# ranks {graph.n}; from {graph.source}", EDGES_HEADER]
     lines += [f"{a},{b},{c}" for a, b, c in zip(u.tolist(), v.tolist(), w.tolist())]

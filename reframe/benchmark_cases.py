@@ -10,8 +10,8 @@ per step.
 from reframe.core.builtins import fixture
 
 import reframe as rfm
-from topofoam.fixtures import PreparedCase
-from topofoam.runs import PreparedCaseRun
+from topofoam.checks.fixtures import PreparedCase
+from topofoam.checks.runs import PreparedCaseRun
 
 
 @rfm.simple_test

@@ -14,9 +14,9 @@ declared layout is the real one and the launcher binds (mpirun with a rankfile),
 perflog column ``core_binding`` says which. On an emulated partition the timings are labelled
 ``emulated`` and carry no reference. The solver runs under the MPI call counter
 (``reframe/src/mpicount``): the perflog gets the calls of each kind the time-per-step model
-prices (topofoam.model) summed over the ranks, and the output folder keeps the decomposition's
-communication graph (``commgraph.csv``), and its log goes through topofoam.stepclock
-(``wall_per_step``, wall-clock): ``python -m topofoam.modelcheck`` puts the model's prediction
+prices (topofoam.prediction.model) summed over the ranks, and the output folder keeps the decomposition's
+communication graph (``commgraph.csv``), and its log goes through topofoam.jobs.stepclock
+(``wall_per_step``, wall-clock): ``python -m topofoam.prediction.modelcheck`` puts the model's prediction
 beside each measured run.
 """
 
@@ -34,17 +34,17 @@ from reframe.core.builtins import (
 )
 
 import reframe as rfm
-from topofoam import sweepspace
-from topofoam.fixtures import (
+from topofoam.checks.fixtures import (
     ClocksSteps,
     CountsMpiCalls,
     EsiNodeCommsVariant,
     PatchedOpenFOAMBuild,
     PreparedCavityRanks,
 )
-from topofoam.placed import PlacedRun
-from topofoam.sweep import most_repeats, partitions
-from topofoam.sweepspace import ESI_NODECOMMS
+from topofoam.checks.placed import PlacedRun
+from topofoam.checks.sweep import most_repeats, partitions
+from topofoam.config import sweepspace
+from topofoam.config.sweepspace import ESI_NODECOMMS
 
 RANKS_PER_NODE = 2
 

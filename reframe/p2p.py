@@ -5,14 +5,14 @@ NUMA nodes of one package, two packages, two nodes; the cores come from the part
 topology), an MPI ping-pong of 10, 100, 500 and 1000 double-precision scalars. Each size is a
 performance variable in microseconds; beside them the bandwidth of 1 MiB messages (MB/s)
 and the latency of a one-scalar MPI_Allreduce and MPI_Alltoall on the pair (us); the
-measurement is topofoam.pingpong's. ``python -m topofoam.p2p`` turns the perflog into a
+measurement is topofoam.checks.pingpong's. ``python -m topofoam.results.p2p`` turns the perflog into a
 latency table that rankmap takes as its cost vector (``--cost-table``). Partitions whose nodes
 share one machine (emulated) are measured between two nodes only when their links were given
-costs (a fabric profile, topofoam.fabric): the check measures those back.
+costs (a fabric profile, topofoam.config.fabric): the check measures those back.
 """
 
 import reframe as rfm
-from topofoam.pingpong import PingPong
+from topofoam.checks.pingpong import PingPong
 
 
 @rfm.simple_test

@@ -15,8 +15,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
 import reframe as rfm
-from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedSolverMix
-from topofoam.placed import PlacedRun
+from topofoam.checks.fixtures import PatchedOpenFOAMBuild, PreparedSolverMix
+from topofoam.checks.placed import PlacedRun
 
 
 @rfm.simple_test

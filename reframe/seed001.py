@@ -29,9 +29,9 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function
 
 import reframe as rfm
-from topofoam import sweep
-from topofoam.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild
-from topofoam.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
+from topofoam.checks import sweep
+from topofoam.checks.fixtures import CountsMpiCalls, PatchedOpenFOAMBuild
+from topofoam.checks.sweep import CaseCopy, PreparedLayout, SweepRun, layout_name
 
 VARIANTS = (
     "standard",
@@ -55,7 +55,7 @@ NEEDS = {
 ANY_VARIANT = ["+seed001", "+repipepcg", "+esi-ppcg"]
 #: Solvers with MULES compiled in (the patched build rebuilds them).
 MULES_SOLVERS = {"damBreak2D", "damBreak3D"}
-#: The pressure solver each PCG variant puts in place of PCG (topofoam/solvers.py).
+#: The pressure solver each PCG variant puts in place of PCG (topofoam/jobs/solvers.py).
 PCG_SOLVERS = {"pipePCG": "PiPePCG", "rePipePCG": "RePiPePCG", "PPCG": "PPCG", "PPCR": "PPCR"}
 #: ESI's solvers run beside ours on the single-phase case only.
 ESI_SOLVER_CASES = {"hpcCavity3D"}
@@ -133,7 +133,7 @@ class Seed001Run(CountsMpiCalls, SweepRun):
         solver = PCG_SOLVERS.get(self.variant.split("+")[-1])
         if solver:
             # Before the solver's timing starts.
-            self.add_prerun("prepare", f"{sys.executable} -m topofoam.solvers . {solver}")
+            self.add_prerun("prepare", f"{sys.executable} -m topofoam.jobs.solvers . {solver}")
 
     @sanity_function
     def assert_variant_ran(self):

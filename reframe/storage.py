@@ -5,11 +5,11 @@ run a few steps, each timed: decomposePar, the solver, reconstructPar, with the 
 written every step, every 10th step, or only at the end, on shared storage (the stage folder)
 and on the node's local disk (copied there first and back after, both copies timed too: seed
 002 found shared storage ahead once the copy back is counted). The steps and their rates are
-topofoam.storage's.
+topofoam.checks.storage's.
 """
 
 import reframe as rfm
-from topofoam.storage import StorageSteps
+from topofoam.checks.storage import StorageSteps
 
 
 @rfm.simple_test

@@ -17,16 +17,17 @@ the partition lacks) is not listed for that partition. Tags:
 Every run's final fields must match those of the standard run of its case and layout with
 the partition's settings, which runs first as a fixture (``*Reference``). Stages after intra1
 take the best settings so far from $TOPOFOAM_TUNING; which combination runs on which
-partition is decided in one place, topofoam/sweepspace.py (the ``stage`` of each check).
+partition is decided in one place, topofoam/config/sweepspace.py (the ``stage`` of each check).
 The size is ``ci`` unless set: ``-S size=vsc5`` (a case's named or published size).
 """
 
 from reframe.core.builtins import fixture, parameter
 
 import reframe as rfm
-from topofoam import presets, sweep
-from topofoam.fixtures import CountsMpiCalls, EsiNodeCommsVariant
-from topofoam.sweep import PreparedLayout, ReferenceRun, StageRun, layout_name
+from topofoam.checks import sweep
+from topofoam.checks.fixtures import CountsMpiCalls, EsiNodeCommsVariant
+from topofoam.checks.sweep import PreparedLayout, ReferenceRun, StageRun, layout_name
+from topofoam.config import presets
 
 
 class VariantCase(PreparedLayout):

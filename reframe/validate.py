@@ -1,6 +1,6 @@
 """Validation of a system (``-t validate``): the measurements its verdict is built on.
 
-NodeFingerprint runs ``python -m topofoam.fingerprint`` on a node of the partition, through the
+NodeFingerprint runs ``python -m topofoam.jobs.fingerprint`` on a node of the partition, through the
 partition's launcher, as the benchmark runs would be: packages, NUMA nodes, cores and hardware
 threads from hwloc, CPU model, frequency governor, kernel, Open MPI, UCX (and its transports),
 hwloc and OpenFOAM versions, kept in the stage folder as ``fingerprint.json``. It fails when the
@@ -36,19 +36,20 @@ from reframe.core.builtins import (
 from reframe.core.exceptions import SanityError
 
 import reframe as rfm
-from topofoam import sweep, sweepspace
-from topofoam.fixtures import MpiBuild
-from topofoam.onfabric import OnFabric
-from topofoam.paths import SOURCES
-from topofoam.pingpong import PingPong
-from topofoam.storage import StorageSteps
-from topofoam.sweep import (
+from topofoam.checks import sweep
+from topofoam.checks.fixtures import MpiBuild
+from topofoam.checks.onfabric import OnFabric
+from topofoam.checks.pingpong import PingPong
+from topofoam.checks.storage import StorageSteps
+from topofoam.checks.sweep import (
     PreparedLayout,
     ReferenceRun,
     StageRun,
     layout_name,
     most_validate_repeats,
 )
+from topofoam.config import sweepspace
+from topofoam.paths import SOURCES
 from topofoam.validation import screening
 
 
@@ -75,7 +76,7 @@ class NodeFingerprint(rfm.RunOnlyRegressionTest):
     time_limit = "5m"
     tags = {"validate", "fingerprint"}
     executable = sys.executable
-    #: What was found, kept in the output folder (topofoam.fingerprint's JSON).
+    #: What was found, kept in the output folder (topofoam.jobs.fingerprint's JSON).
     keep_files = ["fingerprint.json"]
     #: What kind of run this is (topofoam.results.stages).
     stage = variable(str, value="fingerprint", loggable=True)
@@ -88,7 +89,7 @@ class NodeFingerprint(rfm.RunOnlyRegressionTest):
         """The partition's declaration, from its site file's extras."""
         part = self.current_partition
         extras = part.extras
-        self.executable_opts = ["-m", "topofoam.fingerprint", "--partition", part.fullname]
+        self.executable_opts = ["-m", "topofoam.jobs.fingerprint", "--partition", part.fullname]
         for option, key in (("--cores", "cores"), ("--numa-nodes", "numa_nodes")):
             if extras.get(key):
                 self.executable_opts += [option, str(extras[key])]

@@ -4,7 +4,7 @@ Nodes: 4 x Intel Xeon Gold 6126, 48 cores, one NUMA node per socket, InfiniBand 
 OpenMPI 4.1.5, OpenFOAM-12 (../shared/reference/systems.csv).
 
     reframe -C site-configs/hpc2.py -c reframe -l
-    python -m topofoam.plan -C site-configs/hpc2.py -t variants
+    python -m topofoam.prediction.plan -C site-configs/hpc2.py -t variants
     reframe -C site-configs/hpc2.py -c reframe -r -t variants
 
 Set the block below for your project; nothing else needs editing.

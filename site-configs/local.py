@@ -43,7 +43,8 @@ from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
 from localsite.facts import FactsError, load
 from localsite.slurm import LocalSlurm
 from sitekit.cluster import spack_environment
-from topofoam import paths, settings, sweepspace
+from topofoam import paths
+from topofoam.config import settings, sweepspace
 
 # What ./bench found out about this machine (processor, cores, NUMA nodes, build folders).
 try:
@@ -244,7 +245,7 @@ if _slurm_conf == str(_emu.conf):
                 # healthy links spread from 1,300 to 2,400 MB/s within one run (CI, 2026-11-25):
                 # a link is named below 40 % of its peers' median.
                 "screen_margins": {"MB/s": 0.6, "us": 1.0},
-                # What its links cost (topofoam.fabric), in every perflog row of it.
+                # What its links cost (topofoam.config.fabric), in every perflog row of it.
                 "fabric": (_emu.fabric_in_force() or {}).get("label", "none"),
                 # Under a fabric profile its times are compared: repeated as on cpu.
                 "repeats": _repeat_count,

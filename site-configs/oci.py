@@ -6,7 +6,7 @@ The NPS setting is a BIOS setting of the nodes, so each one is a partition: the 
 runs on both and compares.
 
     reframe -C site-configs/oci.py -c reframe -l
-    python -m topofoam.plan -C site-configs/oci.py -t intra2
+    python -m topofoam.prediction.plan -C site-configs/oci.py -t intra2
     reframe -C site-configs/oci.py -c reframe -r -t intra1
 
 Set the block below for your tenancy; nothing else needs editing.

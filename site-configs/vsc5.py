@@ -4,7 +4,7 @@ Nodes: 2 x AMD EPYC 7713, 128 cores, 8 NUMA nodes per socket (NPS4 with L3-as-NU
 InfiniBand 200 Gbit/s, OpenMPI 4.1.4, OpenFOAM-12 (../shared/reference/systems.csv).
 
     reframe -C site-configs/vsc5.py -c reframe -l        # what a selection would run
-    python -m topofoam.plan -C site-configs/vsc5.py -t intra1   # jobs and node-hours first
+    python -m topofoam.prediction.plan -C site-configs/vsc5.py -t intra1   # jobs and node-hours first
     reframe -C site-configs/vsc5.py -c reframe -r -t intra1
 
 Set the block below for your project; nothing else needs editing.

@@ -51,7 +51,7 @@ def references_dir() -> Path:
 
 
 def references_file(system: str) -> Path:
-    """The performance references of ``system`` (``python -m topofoam.references`` writes
+    """The performance references of ``system`` (``python -m topofoam.results.references`` writes
     them from a baseline run)."""
     return references_dir() / f"{system}.yaml"
 

@@ -4,7 +4,7 @@ A site file states its settings (account, Slurm partition names, how OpenFOAM is
 node-hour price) in one block and describes each partition's node: the topology rankmap maps
 onto and the values the tuning stages sweep there. ``configuration(site)`` turns that into
 ReFrame's ``site_configuration``; the checks read the sweep values from the partition extras
-(reframe/topofoam/sweep.py), so a site changes what runs without touching a check.
+(reframe/topofoam/checks/sweep.py), so a site changes what runs without touching a check.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 from rankmap.analysis import LATENCY_CSV
 from rankmap.topology import PRESETS
 from sitekit import common
-from topofoam import paths, presets
+from topofoam import paths
+from topofoam.config import presets
 from topofoam.validation.sessions import margins_problem
 
 REPO = paths.REPO
@@ -55,7 +56,7 @@ class Partition:
     #: How often each timed run is repeated (seed 002 repeated every test 5 times); the
     #: report compares medians with their confidence intervals (topofoam.results.stats).
     repeats: int = 5
-    #: Repeats of each validation measurement (-t validate; topofoam.sweepspace).
+    #: Repeats of each validation measurement (-t validate; topofoam.config.sweepspace).
     validate_repeats: int = 10
     #: The validation's practical margins by unit, e.g. {"s": 0.05, "us": 0.1, "MB/s": 0.1},
     #: and by check where one needs its own ({"FabricValidation": {"MB/s": 4.0}}); a unit
@@ -86,13 +87,13 @@ class Partition:
             if not isinstance(names, list) or not names:
                 _fail(
                     f"{where}: {kind} must be a non-empty list of preset names -- choose "
-                    f"from {sorted(table)} (reframe/topofoam/presets.py)"
+                    f"from {sorted(table)} (reframe/topofoam/config/presets.py)"
                 )
             unknown = [n for n in names if n not in table]
             if unknown:
                 _fail(
                     f"{where}: unknown {kind} preset(s) {unknown} -- choose from "
-                    f"{sorted(table)} (reframe/topofoam/presets.py)"
+                    f"{sorted(table)} (reframe/topofoam/config/presets.py)"
                 )
         if self.intra2_pairs is None:
             self.intra2_pairs = [(u, c) for u in self.ucx for c in self.coll]

@@ -23,22 +23,24 @@ def run(*args, env=None, cwd=REPO):
 
 def test_plan_inputs(tmp_path):
     one_line(
-        run_tool("topofoam.plan", "-t", "intra2"), 2, r"no site configuration -- give one with -C"
+        run_tool("topofoam.prediction.plan", "-t", "intra2"),
+        2,
+        r"no site configuration -- give one with -C",
     )
     one_line(
-        run_tool("topofoam.plan", "-C", "site-configs/nosuch.py"),
+        run_tool("topofoam.prediction.plan", "-C", "site-configs/nosuch.py"),
         1,
         r"site-configs/nosuch\.py does not exist -- give a site configuration",
     )
     broken = tmp_path / "broken.py"
     broken.write_text("site_configuration = {\n")
     one_line(
-        run_tool("topofoam.plan", "-C", str(broken)),
+        run_tool("topofoam.prediction.plan", "-C", str(broken)),
         1,
         r"broken\.py does not load \(SyntaxError.*\) -- fix the site configuration",
     )
     one_line(
-        run_tool("topofoam.plan", "-C", "site-configs/oci.py", "-t", "intra3"),
+        run_tool("topofoam.prediction.plan", "-C", "site-configs/oci.py", "-t", "intra3"),
         2,
         r"makes no jobs on oci -- check its tags .* intra2",
     )

@@ -16,7 +16,8 @@ import subprocess
 import pytest
 
 from conftest import REPO, needs_root
-from topofoam import fabric, mpicount
+from topofoam.config import fabric
+from topofoam.jobs import mpicount
 
 pytestmark = needs_root
 

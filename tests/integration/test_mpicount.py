@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import PYTHON, REPO, foam_env
-from topofoam import mpicount
+from topofoam.jobs import mpicount
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Open MPI 5 (OCI's MPI; PyPI's wheel, localsite/openmpi5.py) places real ranks where a
 rankfile says, through ``mpirun --map-by rankfile:file=``: the launch the OCI site's mpirun
-partitions use (reframe/topofoam/sweep.py), on this machine."""
+partitions use (reframe/topofoam/checks/sweep.py), on this machine."""
 
 import os
 import re

@@ -17,7 +17,7 @@ from test_schedule_patch import assert_same_results, final_field, iterations, wr
 from cases import Prepared
 from conftest import PYTHON, built_env
 from localsite import flavours, reducetest
-from topofoam import switches
+from topofoam.jobs import switches
 
 FLAVOURS = ["org12", "v2512"]
 #: The start-up line of the sums switch: OpenFOAM-12's series routes scalar sum/min, v2512's

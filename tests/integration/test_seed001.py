@@ -14,7 +14,8 @@ import pytest
 from foamlib import FoamFile
 
 from conftest import PYTHON, REPO, foam_env
-from topofoam import fields, mpicount, solvers
+from topofoam.jobs import mpicount, solvers
+from topofoam.results import fields
 
 
 @pytest.fixture(scope="module")

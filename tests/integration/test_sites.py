@@ -265,7 +265,7 @@ def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
         [
             PYTHON,
             "-m",
-            "topofoam.plan",
+            "topofoam.prediction.plan",
             "-C",
             "site-configs/oci.py",
             "--system",
@@ -301,7 +301,9 @@ def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
     assert done.returncode != 0
     assert (
         "partition compute: unknown coll preset(s) ['hcol'] -- choose from ['default', "
-        "'han', 'hcoll', 'tuned', 'ucc'] (reframe/topofoam/presets.py)" in done.stdout + done.stderr
+        "'han', 'hcoll', 'tuned', 'ucc'] (reframe/topofoam/config/presets.py)"
+        in done.stdout
+        + done.stderr
     )
 
 
@@ -429,7 +431,7 @@ def test_seed001_job_scripts_on_vsc5(tmp_path):
         seen.add((optmules, tuple(swap)))
         assert script.index("mkdir -p mpicount") < script.index("t0=$(date")
         for solver in swap:
-            assert script.index(f"topofoam.solvers . {solver}") < script.index("t0=$(date")
+            assert script.index(f"topofoam.jobs.solvers . {solver}") < script.index("t0=$(date")
     assert seen == {(False, ()), (False, ("PiPePCG",)), (False, ("RePiPePCG",))}
 
 
@@ -446,7 +448,7 @@ def test_seed001_job_scripts_on_oci(tmp_path):
         (solver,) = re.findall(r"map/bind_rank (\w+) -parallel", lines(script, "srun ")[-1])
         seen[(solver, tuple(swap))] += 1
         for name in swap:
-            assert script.index(f"topofoam.solvers . {name}") < script.index("t0=$(date")
+            assert script.index(f"topofoam.jobs.solvers . {name}") < script.index("t0=$(date")
     per_case = R * 4  # repeats x node counts
     assert seen == {
         ("interFoam", ()): 2 * per_case,
@@ -500,7 +502,7 @@ def test_the_whole_site_plan(site, tmp_path):
     """What an admin runs first: the plan of every check of the site, no selection. Each
     sweep stage plans the jobs the listing counts, every one a batch job; the total adds up."""
     done = subprocess.run(
-        [PYTHON, "-m", "topofoam.plan", "-C", f"site-configs/{site}.py"],
+        [PYTHON, "-m", "topofoam.prediction.plan", "-C", f"site-configs/{site}.py"],
         cwd=REPO,
         # nothing run yet, here or there
         env=dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path)),
@@ -534,7 +536,7 @@ def test_the_whole_site_plan(site, tmp_path):
 def test_the_local_site_plan():
     """The local site's plan, from what ./bench setup found of this machine."""
     done = subprocess.run(
-        [PYTHON, "-m", "topofoam.plan", "-C", "site-configs/local.py"],
+        [PYTHON, "-m", "topofoam.prediction.plan", "-C", "site-configs/local.py"],
         cwd=REPO,
         capture_output=True,
         text=True,

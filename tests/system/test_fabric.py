@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FABRIC_PROFILE as PROFILE
 from conftest import bench_cli, needs_root, run_env
-from topofoam import fabric
+from topofoam.config import fabric
 from topofoam.results import perflog
 
 pytestmark = needs_root

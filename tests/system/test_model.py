@@ -1,4 +1,4 @@
-"""The time-per-step model beside real runs (topofoam.modelcheck): on the emulated cluster
+"""The time-per-step model beside real runs (topofoam.prediction.modelcheck): on the emulated cluster
 under a fabric profile, the p2p check's costs, the multi-node check's calls and kept graphs
 give every variant and node count a prediction; on one node the prediction is the measured
 step itself (the compute is what the model's communication leaves of it). Without the
@@ -14,8 +14,8 @@ import pytest
 from conftest import FABRIC_PROFILE as PROFILE
 from conftest import FEWER_STEPS, PYTHON, REPO, bench_cli, needs_root, run_env
 from rankmap.topology import load
-from topofoam import model, modelcheck
-from topofoam.model import FIT_SLACK
+from topofoam.prediction import model, modelcheck
+from topofoam.prediction.model import FIT_SLACK
 
 pytestmark = needs_root
 
@@ -30,7 +30,7 @@ def bench(results, partition, tag, *args, profile="none"):
 
 def run_modelcheck(perflogs, out):
     return subprocess.run(
-        [PYTHON, "-m", "topofoam.modelcheck", str(perflogs), "--json", str(out)],
+        [PYTHON, "-m", "topofoam.prediction.modelcheck", str(perflogs), "--json", str(out)],
         cwd=REPO / "reframe",
         capture_output=True,
         text=True,
@@ -92,7 +92,7 @@ def plan(results, site, *select):
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results))
     env.pop("SLURM_CONF", None)
     done = subprocess.run(
-        [PYTHON, "-m", "topofoam.plan", "-C", f"site-configs/{site}.py", *select],
+        [PYTHON, "-m", "topofoam.prediction.plan", "-C", f"site-configs/{site}.py", *select],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -50,7 +50,14 @@ def test_the_measurements_become_rankmaps_cost_vector(p2p_run, tmp_path):
     _, results, _ = p2p_run
     table = tmp_path / "p2p.csv"
     made = subprocess.run(
-        [PYTHON, "-m", "topofoam.p2p", str(results / "perflogs" / "local"), "--out", str(table)],
+        [
+            PYTHON,
+            "-m",
+            "topofoam.results.p2p",
+            str(results / "perflogs" / "local"),
+            "--out",
+            str(table),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -226,7 +226,7 @@ def test_a_ucx_preset_reaches_the_ranks(preset, threshold, tmp_path):
 
 
 def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
-    """intra1 and intra2 for real on the local scheduler, one run each: topofoam.tuning keeps
+    """intra1 and intra2 for real on the local scheduler, one run each: topofoam.results.tuning keeps
     the defaults, since no single run is significantly faster (tests/unit/test_results.py
     has repeats that are), and the cost stage then runs with a tuning file's settings."""
     done = bench_cli(
@@ -236,7 +236,7 @@ def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
     perflogs = tmp_path / "perflogs" / "local"
     out = tmp_path / "tuning.json"
     made = subprocess.run(
-        [PYTHON, "-m", "topofoam.tuning", str(perflogs), "--out", str(out)],
+        [PYTHON, "-m", "topofoam.results.tuning", str(perflogs), "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -280,7 +280,7 @@ def test_tuning_file_carries_the_best_settings_into_the_next_stage(tmp_path):
 
 
 def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
-    """The variants run as a baseline: topofoam.references writes one reference per partition
+    """The variants run as a baseline: topofoam.results.references writes one reference per partition
     and setting; a run within the tolerance passes, and against references a hundred times
     faster than this machine the same run fails its performance stage, naming the wall time."""
     import yaml
@@ -291,7 +291,7 @@ def test_references_from_a_baseline_fail_a_slower_run(variants_run, tmp_path):
         [
             PYTHON,
             "-m",
-            "topofoam.references",
+            "topofoam.results.references",
             str(results / "perflogs" / "local"),
             "--out",
             str(refs / "local.yaml"),
@@ -387,7 +387,7 @@ def test_export_for_the_community(variants_run, tmp_path):
     _, results = variants_run
     out = tmp_path / "export"
     done = subprocess.run(
-        [PYTHON, "-m", "topofoam.export", "--results", str(results), "--out", str(out)],
+        [PYTHON, "-m", "topofoam.reporting.export", "--results", str(results), "--out", str(out)],
         cwd=REPO / "reframe",
         capture_output=True,
         text=True,

@@ -77,9 +77,9 @@ def test_a_node_with_another_topology_fails_with_the_difference_named(tmp_path):
     ],
 )
 def test_the_probe_on_its_own(tmp_path, declared, said):
-    """python -m topofoam.fingerprint against declarations this node does not meet, and a
+    """python -m topofoam.jobs.fingerprint against declarations this node does not meet, and a
     node that cannot be described (hwloc given a file that is not a topology)."""
-    base = [PYTHON, "-m", "topofoam.fingerprint", "--partition", "vsc5:zen3_0512"]
+    base = [PYTHON, "-m", "topofoam.jobs.fingerprint", "--partition", "vsc5:zen3_0512"]
     done = subprocess.run(base + declared, cwd=REPO / "reframe", capture_output=True, text=True)
     assert done.returncode == 1 and said in done.stdout, done.stdout
     bad = tmp_path / "bad.xml"

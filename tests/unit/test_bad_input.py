@@ -420,7 +420,7 @@ def test_report_without_perflogs_and_out_for_several_systems(tmp_path):
 def test_tuning_inputs(tmp_path):
     logs = tmp_path / "perflogs" / "oci"
     one_line(
-        run_tool("topofoam.tuning", str(logs), "--out", str(tmp_path / "t.json")),
+        run_tool("topofoam.results.tuning", str(logs), "--out", str(tmp_path / "t.json")),
         2,
         r"is not a folder -- give the system folder of the perflogs",
     )
@@ -428,7 +428,7 @@ def test_tuning_inputs(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     one_line(
-        run_tool("topofoam.tuning", str(logs), "--out", str(bad)),
+        run_tool("topofoam.results.tuning", str(logs), "--out", str(bad)),
         2,
         r"bad\.json cannot be read as JSON .* -- remove it or fix it",
     )
@@ -436,20 +436,20 @@ def test_tuning_inputs(tmp_path):
     listed = tmp_path / "list.json"
     listed.write_text("[1, 2]\n")
     one_line(
-        run_tool("topofoam.tuning", str(logs), "--out", str(listed)),
+        run_tool("topofoam.results.tuning", str(logs), "--out", str(listed)),
         2,
         r"list\.json is not a tuning file .* -- remove it or give another --out",
     )
     assert listed.read_text() == "[1, 2]\n"
     one_line(
-        run_tool("topofoam.tuning", str(logs), "--out", str(tmp_path / "no" / "t.json")),
+        run_tool("topofoam.results.tuning", str(logs), "--out", str(tmp_path / "no" / "t.json")),
         2,
         r"cannot write .*no/t\.json .* -- give --out a path",
     )
     empty = tmp_path / "empty" / "perflogs" / "oci"
     empty.mkdir(parents=True)
     one_line(
-        run_tool("topofoam.tuning", str(empty), "--out", str(tmp_path / "t.json")),
+        run_tool("topofoam.results.tuning", str(empty), "--out", str(tmp_path / "t.json")),
         2,
         r"no passed intra1/intra2/inter1 runs under .* -- run those stages first",
     )
@@ -458,25 +458,30 @@ def test_tuning_inputs(tmp_path):
 def test_references_and_p2p_inputs(tmp_path):
     logs = tmp_path / "perflogs" / "oci"
     one_line(
-        run_tool("topofoam.references", str(logs), "--out", str(tmp_path / "r.yaml")),
+        run_tool("topofoam.results.references", str(logs), "--out", str(tmp_path / "r.yaml")),
         2,
         r"is not a folder -- give the system folder",
     )
     perflog(tmp_path)
     one_line(
         run_tool(
-            "topofoam.references", str(logs), "--out", str(tmp_path / "r.yaml"), "--tolerance", "0"
+            "topofoam.results.references",
+            str(logs),
+            "--out",
+            str(tmp_path / "r.yaml"),
+            "--tolerance",
+            "0",
         ),
         2,
         r"--tolerance 0\.0 is not a fraction such as 0\.1",
     )
     one_line(
-        run_tool("topofoam.references", str(logs), "--out", str(tmp_path / "r.yaml")),
+        run_tool("topofoam.results.references", str(logs), "--out", str(tmp_path / "r.yaml")),
         2,
         r"no passed, measured sweep runs under .* -- run a baseline first",
     )
     one_line(
-        run_tool("topofoam.p2p", str(logs), "--out", str(tmp_path / "p.csv")),
+        run_tool("topofoam.results.p2p", str(logs), "--out", str(tmp_path / "p.csv")),
         2,
         r"no passed PingPongRun rows under .* -- run 'reframe \.\.\. -t p2p' first",
     )

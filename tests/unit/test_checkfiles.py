@@ -1,4 +1,4 @@
-"""The check files a tag selection loads (reframe/topofoam/checkfiles.py): never narrower
+"""The check files a tag selection loads (reframe/topofoam/checks/checkfiles.py): never narrower
 than ReFrame's own selection, and a file left out only when it can be read to hold no
 selected check."""
 
@@ -11,7 +11,7 @@ import pytest
 from reframe.frontend.filters import have_not_tag, have_tag
 
 from conftest import PYTHON, REPO
-from topofoam import checkfiles
+from topofoam.checks import checkfiles
 from topofoam.paths import CHECKS
 
 

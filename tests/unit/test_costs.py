@@ -1,9 +1,9 @@
-"""Which round-trip times price a placed run's hop-bytes (topofoam.costs)."""
+"""Which round-trip times price a placed run's hop-bytes (topofoam.prediction.costs)."""
 
 import pytest
 
 from rankmap import analysis, topology
-from topofoam import costs
+from topofoam.prediction import costs
 
 LEVELS = ["intra_numa_node", "inter_numa_node", "inter_numa_domain", "inter_node"]
 

@@ -1,4 +1,4 @@
-"""Fabric profiles (topofoam.fabric): a system's inter-node costs from seed 000 Table 2, scaled;
+"""Fabric profiles (topofoam.config.fabric): a system's inter-node costs from seed 000 Table 2, scaled;
 every name that is not a profile is one line naming TOPOFOAM_FABRIC and the fix."""
 
 import csv
@@ -6,7 +6,7 @@ import csv
 import numpy as np
 import pytest
 
-from topofoam import fabric, settings
+from topofoam.config import fabric, settings
 
 
 def table_fit(system):

@@ -158,3 +158,73 @@ def test_libraries_do_not_depend_on_the_local_platform(package):
     ]
     # The build fixture runs `python -m localsite.openfoam` for the local environment only.
     assert users == []
+
+
+#: Which parts of the library (reframe/topofoam/) each part may import: the rule
+#: docs/development.md states. Only `checks` imports ReFrame, so everything that reads
+#: results (the report, the validation, the model, the planner) runs without it.
+MAY_IMPORT = {
+    "paths": set(),
+    "contents": set(),
+    "jobs": {"paths", "contents"},
+    "results": {"paths", "contents"},
+    "config": {"paths", "results"},
+    "prediction": {"paths", "contents", "config", "results", "jobs"},
+    "validation": {"paths", "contents", "config", "results", "jobs"},
+    "reporting": {"paths", "contents", "config", "results", "jobs", "prediction", "validation"},
+    "checks": {"paths", "contents", "config", "results", "jobs", "prediction", "reframe"},
+}
+LIBRARY = REPO / "reframe" / "topofoam"
+
+
+def library_part(path):
+    """'checks' for reframe/topofoam/checks/runs.py, 'paths' for reframe/topofoam/paths.py."""
+    first = path.relative_to(LIBRARY).parts[0]
+    return first.removesuffix(".py")
+
+
+def imported_parts(path):
+    """The library's parts (and 'reframe') a module imports, at any depth of the module."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules = (
+                [f"topofoam.{a.name}" for a in node.names]
+                if node.module == "topofoam"
+                else [node.module]
+            )
+        else:
+            continue
+        for module in modules:
+            bits = module.split(".")
+            if bits[0] == "reframe":
+                yield "reframe"
+            elif bits[0] == "topofoam" and len(bits) > 1:
+                yield bits[1]
+
+
+def test_every_library_part_has_a_rule():
+    parts = {library_part(p) for p in LIBRARY.rglob("*.py") if p.name != "__init__.py"}
+    parts |= {p.name for p in LIBRARY.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert parts <= set(MAY_IMPORT), (
+        f"parts without a rule in MAY_IMPORT: {parts - set(MAY_IMPORT)}"
+    )
+
+
+def test_library_parts_import_only_what_the_rule_allows():
+    broken = []
+    for path in sorted(LIBRARY.rglob("*.py")):
+        if path == LIBRARY / "__init__.py":
+            continue
+        part = library_part(path)
+        for imported in set(imported_parts(path)) - {part} - MAY_IMPORT[part]:
+            broken.append(f"{path.relative_to(REPO)} imports {imported}")
+    assert broken == []
+
+
+def test_the_rule_catches_a_wrong_import(tmp_path):
+    """The rule's reader sees a function-level import, as the library's lazy imports are."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from topofoam.checks import runs\n    import reframe\n")
+    assert set(imported_parts(module)) == {"checks", "reframe"}

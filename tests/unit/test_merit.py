@@ -159,7 +159,7 @@ def test_zero_times_give_no_number(tmp_path):
 
 def export_cli(*args):
     return subprocess.run(
-        [PYTHON, "-m", "topofoam.export", *map(str, args)],
+        [PYTHON, "-m", "topofoam.reporting.export", *map(str, args)],
         cwd=REPO / "reframe",
         capture_output=True,
         text=True,

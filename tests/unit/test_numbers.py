@@ -19,10 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import PYTHON, REPO, one_line, run_tool
-from topofoam import p2p, references, tuning
 from topofoam.reporting import analysis
 from topofoam.reporting.build import build
-from topofoam.results import perflog, stats
+from topofoam.results import p2p, perflog, references, stats, tuning
 from topofoam.results.merge import group
 from topofoam.results.stages import STAGES
 
@@ -228,12 +227,16 @@ def test_tuning_and_references_never_take_a_rejected_row(tmp_path):
     ]
     write(tmp_path, "Intra1Run", rows)
     out = tmp_path / "tuning.json"
-    done = run_tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = run_tool(
+        "topofoam.results.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["nps2"]["ppn"] == 36
     assert "5 row(s) rejected: wall is negative (4), wall is NaN (1)" in done.stderr
     refs = tmp_path / "refs.yaml"
-    done = run_tool("topofoam.references", str(tmp_path / "perflogs" / "oci"), "--out", str(refs))
+    done = run_tool(
+        "topofoam.results.references", str(tmp_path / "perflogs" / "oci"), "--out", str(refs)
+    )
     assert done.returncode == 0, done.stderr
     values = [
         v["wall"][0]
@@ -262,7 +265,7 @@ def test_the_latency_table_says_which_rows_it_left_out(tmp_path):
         ],
     )
     out = tmp_path / "p2p.csv"
-    done = run_tool("topofoam.p2p", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = run_tool("topofoam.results.p2p", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "name no known hardware level ('inter_socket': 1" in done.stderr
     assert "1 row(s) rejected: rtt_1000 is NaN (1)" in done.stderr
@@ -272,7 +275,7 @@ def test_the_latency_table_says_which_rows_it_left_out(tmp_path):
 def test_a_latency_perflog_without_a_level_column(tmp_path):
     pingpong(tmp_path, ["pass|0.4|us"], columns="result|rtt_1000_value|rtt_1000_unit")
     done = run_tool(
-        "topofoam.p2p", str(tmp_path / "perflogs" / "oci"), "--out", str(tmp_path / "p.csv")
+        "topofoam.results.p2p", str(tmp_path / "perflogs" / "oci"), "--out", str(tmp_path / "p.csv")
     )
     one_line(done, 2, r"^p2p: no passed PingPongRun rows under .* -- run")
     assert "name no known hardware level (none: 1" in done.stderr
@@ -283,7 +286,10 @@ def test_tuning_from_perflogs_without_the_columns_it_decides(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text("result|stage|wall_value|wall_unit\npass|intra1|3.0|s\n")
     done = run_tool(
-        "topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(tmp_path / "t.json")
+        "topofoam.results.tuning",
+        str(tmp_path / "perflogs" / "oci"),
+        "--out",
+        str(tmp_path / "t.json"),
     )
     one_line(done, 2, r"^tuning: no passed intra1/intra2/inter1 runs under")
     assert "nps2 intra1: 1 row(s) without ppn" in done.stderr
@@ -320,7 +326,9 @@ def test_copies_never_make_a_setting_significantly_faster(tmp_path):
     ]
     write(tmp_path, "Intra1Run", rows * 5)
     out = tmp_path / "tuning.json"
-    done = run_tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = run_tool(
+        "topofoam.results.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text())["nps2"]["ppn"] == 36, done.stdout
     assert "16 copied row(s) of runs already read were merged" in done.stderr
@@ -430,7 +438,10 @@ def test_output_paths_of_the_wrong_kind(tmp_path):
     folder.mkdir()
     one_line(
         run_tool(
-            "topofoam.tuning", str(tmp_path / "results" / "perflogs" / "oci"), "--out", str(folder)
+            "topofoam.results.tuning",
+            str(tmp_path / "results" / "perflogs" / "oci"),
+            "--out",
+            str(folder),
         ),
         2,
         r"^tuning: --out .*folder is a folder -- give the tuning file's path",
@@ -697,7 +708,9 @@ def test_a_references_file_with_impossible_values_is_refused(tmp_path, text, pat
 def test_references_written_by_the_tool_are_accepted(tmp_path):
     variants(tmp_path)
     out = tmp_path / "refs.yaml"
-    done = run_tool("topofoam.references", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = run_tool(
+        "topofoam.results.references", str(tmp_path / "perflogs" / "oci"), "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert references.problem(out) is None
 

@@ -1,4 +1,4 @@
-"""topofoam.quiet_deprecations: ReFrame's deprecation warnings skip their stack walk only where
+"""topofoam.checks.quiet_deprecations: ReFrame's deprecation warnings skip their stack walk only where
 ReFrame suppresses them, and still warn everywhere else."""
 
 import inspect
@@ -9,7 +9,7 @@ import reframe.core.fields
 import reframe.core.variables
 import reframe.core.warnings as rfm_warnings
 
-from topofoam import quiet_deprecations
+from topofoam.checks import quiet_deprecations
 
 
 def test_installed_where_reframe_calls_it():

@@ -211,7 +211,7 @@ def test_tuning_never_picks_a_cut_or_dry_run_row(tmp_path):
         ],
     )
     out = tmp_path / "tuning.json"
-    done = tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = tool("topofoam.results.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text()) == {"nps2": {"ppn": 36}}
     assert done.stdout.splitlines()[0] == (
@@ -233,7 +233,9 @@ def test_tuning_inter1_per_node_count(tmp_path):
     )
     out = tmp_path / "tuning.json"
     assert (
-        tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out)).returncode
+        tool(
+            "topofoam.results.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out)
+        ).returncode
         == 0
     )
     assert json.loads(out.read_text()) == {"nps2": {"ucx_inter": {"2": "auto", "4": "ud-128k"}}}
@@ -251,7 +253,9 @@ def test_references_merge_repeats_and_skip_what_is_not_a_run(tmp_path):
         ],
     )
     out = tmp_path / "refs.yaml"
-    done = tool("topofoam.references", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = tool(
+        "topofoam.results.references", str(tmp_path / "perflogs" / "oci"), "--out", str(out)
+    )
     assert done.returncode == 0, done.stderr
     refs = yaml.safe_load(out.read_text())
     assert refs["VariantRun"]["oci:nps2"][setting]["wall"] == [12.0, None, 0.1, "s"]
@@ -274,7 +278,7 @@ def test_p2p_table_from_pingpong_rows(tmp_path):
     rows += ["t|pass|oci|nps2|inter_numa_node|p2p|0.9|us", "t|pass|oci|nps2|inter_numa_node|p2p|"]
     path.write_text("\n".join(["|".join(cols), *rows]) + "\n")
     out = tmp_path / "p2p.csv"
-    done = tool("topofoam.p2p", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = tool("topofoam.results.p2p", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_text().splitlines()[1:] == [
         "system,size,intra_numa_node,inter_numa_node,inter_numa_domain,inter_node",
@@ -294,12 +298,15 @@ def test_resume_leaves_out_what_passed_since_the_run_started(tmp_path):
     ]
     path.write_text("\n".join(["|".join(cols), *rows]) + "\n")
     done = tool(
-        "topofoam.resume", str(tmp_path / "perflogs" / "oci"), "--since", "2026-01-01T10:00:00"
+        "topofoam.results.resume",
+        str(tmp_path / "perflogs" / "oci"),
+        "--since",
+        "2026-01-01T10:00:00",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "-x /bbbb1111\n"
     assert done.stderr.startswith("resume: 1 test case(s) passed since 2026-01-01T10:00:00")
-    bad = tool("topofoam.resume", str(tmp_path / "perflogs" / "oci"), "--since", "10:00")
+    bad = tool("topofoam.results.resume", str(tmp_path / "perflogs" / "oci"), "--since", "10:00")
     assert bad.returncode == 2 and "is not a time YYYY-MM-DDTHH:MM:SS" in bad.stderr
 
 
@@ -322,7 +329,7 @@ def test_a_tuning_stage_keeps_the_default_without_a_significant_winner(tmp_path,
         + [line(ppn=18, wall_value=10.0 * faster * f, defaults=defaults) for f in repeats],
     )
     out = tmp_path / "tuning.json"
-    done = tool("topofoam.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
+    done = tool("topofoam.results.tuning", str(tmp_path / "perflogs" / "oci"), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert json.loads(out.read_text()) == {"nps2": {"ppn": kept}}
     said = done.stdout.splitlines()[0]

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from topofoam import settings
+from topofoam.config import settings
 from topofoam.validation import screening
 from topofoam.validation.screening import Link, ScreeningError
 

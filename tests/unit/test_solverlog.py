@@ -1,6 +1,6 @@
-"""Which of slurmstepd's cancellation lines a failed run reports (topofoam.solverlog)."""
+"""Which of slurmstepd's cancellation lines a failed run reports (topofoam.checks.solverlog)."""
 
-from topofoam.solverlog import slurm_cancellation
+from topofoam.checks.solverlog import slurm_cancellation
 
 # The order a node failure wrote them in a CI run: the step first, the job's reason last.
 NODE_FAILURE = """\

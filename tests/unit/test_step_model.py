@@ -1,4 +1,4 @@
-"""The time-per-step model (topofoam.model) on real rankmap graphs, placements and schedules:
+"""The time-per-step model (topofoam.prediction.model) on real rankmap graphs, placements and schedules:
 the per-level fit, each term's dependence on what it prices, the one-node consistency, and
 "no prediction" where a measurement is missing."""
 
@@ -12,7 +12,7 @@ from rankmap.graph import grid
 from rankmap.mapping import Placement, block
 from rankmap.schedule import hierarchical, openfoam_tree
 from rankmap.topology import LEVELS, load
-from topofoam import model
+from topofoam.prediction import model
 
 TABLE = model.fabric.TABLE  # seed 000 Table 2
 SMALL = "pack:2 numa:2 core:2 pu:1"  # 8 cores: 2 domains x 2 NUMA nodes x 2 cores
@@ -254,7 +254,7 @@ def test_a_bad_edge_list_names_the_line_and_the_fix(tmp_path, text, expect):
 
 
 def test_the_ordering_check_compares_with_the_rank_test():
-    from topofoam import modelcheck
+    from topofoam.prediction import modelcheck
 
     def line(variant, predicted, values):
         return modelcheck.Line(
@@ -284,7 +284,7 @@ def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
     import sys
 
     from conftest import REPO
-    from topofoam import stepclock
+    from topofoam.jobs import stepclock
 
     writer = (
         "import sys, time\n"
@@ -293,7 +293,7 @@ def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
     )
     stamps = tmp_path / "stepclock.txt"
     done = subprocess.run(
-        f'{sys.executable} -c "{writer}" | {sys.executable} -m topofoam.stepclock {stamps}',
+        f'{sys.executable} -c "{writer}" | {sys.executable} -m topofoam.jobs.stepclock {stamps}',
         shell=True,
         cwd=REPO / "reframe",
         capture_output=True,
@@ -308,7 +308,7 @@ def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
 
 
 def test_the_effects_line_says_why_no_variant_paid():
-    from topofoam import modelcheck
+    from topofoam.prediction import modelcheck
 
     def line(variant, nodes, predicted, values, terms):
         return modelcheck.Line(

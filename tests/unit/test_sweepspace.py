@@ -1,5 +1,5 @@
 """The sweep space on made-up partitions: which combination of settings runs where
-(topofoam/sweepspace.py), without ReFrame. The partitions are TEST DATA shaped like the
+(topofoam/config/sweepspace.py), without ReFrame. The partitions are TEST DATA shaped like the
 sites' own (site-configs/)."""
 
 import json
@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from topofoam.results.stages import defaults
-from topofoam.sweepspace import (
+from topofoam.config.sweepspace import (
     Combination,
     Settings,
     SweepError,
@@ -17,6 +16,7 @@ from topofoam.sweepspace import (
     read_tuning,
     union,
 )
+from topofoam.results.stages import defaults
 
 
 @dataclass
@@ -154,7 +154,7 @@ def test_what_each_stage_adds():
 
 
 def test_an_emulated_partition_repeats_only_under_a_fabric_profile():
-    from topofoam.sweepspace import repeats
+    from topofoam.config.sweepspace import repeats
 
     assert repeats(Part("emu", {"emulated": True, "repeats": 5})) == 1
     assert repeats(Part("emu", {"emulated": True, "repeats": 5, "fabric": "none"})) == 1

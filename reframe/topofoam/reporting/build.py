@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from topofoam import modelcheck
+from topofoam.prediction import modelcheck
 from topofoam.reporting import analysis, figures, published
 from topofoam.reporting.collect import Collection, collect
 from topofoam.reporting.document import Document, Figure, Section, Table, markdown, page
@@ -114,12 +114,12 @@ def _screened(coll: Collection) -> str:
 
 
 def _fabrics(coll: Collection) -> str:
-    """The fabric profiles the runs' links had (topofoam.fabric), where one was set."""
+    """The fabric profiles the runs' links had (topofoam.config.fabric), where one was set."""
     seen = sorted({(r["partition"] or "?", r.get("fabric")) for r in coll.rows if r.get("fabric")})
     costed = [
         f"{part}'s runs with links costing {label}" for part, label in seen if label != "none"
     ]
-    return f"; {', '.join(costed)} (an emulated fabric, topofoam.fabric)" if costed else ""
+    return f"; {', '.join(costed)} (an emulated fabric, topofoam.config.fabric)" if costed else ""
 
 
 class Builder:
@@ -716,7 +716,7 @@ class Builder:
             )
 
     def model(self, since: str):
-        """The time-per-step model beside the multi-node check's runs (topofoam.modelcheck):
+        """The time-per-step model beside the multi-node check's runs (topofoam.prediction.modelcheck):
         predicted and measured per variant and node count, and whether the model orders the
         variants as the measurements do."""
         lines, _ = modelcheck.check(self.results / "perflogs" / self.system, since)

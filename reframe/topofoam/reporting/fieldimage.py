@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topofoam import fields
 from topofoam.reporting.figures import plt, save
+from topofoam.results import fields
 
 PVRENDER = Path(__file__).with_name("pvrender.py")
 

@@ -1,6 +1,6 @@
 """Carry a tuning stage's best settings into the next one (seed 002's staged method).
 
-    python -m topofoam.tuning results/perflogs/oci --out results/tuning-oci.json
+    python -m topofoam.results.tuning results/perflogs/oci --out results/tuning-oci.json
     export TOPOFOAM_TUNING=results/tuning-oci.json      # the next stages read it
 
 reads the perflogs of the stages run so far (the rows whose ``stage`` column names one) and
@@ -85,7 +85,7 @@ def update(tuning: dict, perflogs: Path) -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.tuning", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.results.tuning", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("perflogs", type=Path, help="the system folder of the perflogs")
     parser.add_argument("--out", type=Path, required=True, help="tuning file to write/update")

@@ -18,7 +18,7 @@ from reframe.core.builtins import (
 
 import reframe as rfm
 from cases import CASES, CaseError, Prepared
-from topofoam import quiet_deprecations  # noqa: F401 -- see its docstring
+from topofoam.checks import quiet_deprecations  # noqa: F401 -- see its docstring
 from topofoam.paths import REPO, SOURCES
 
 
@@ -295,14 +295,14 @@ class CountsMpiCalls(rfm.RegressionTestPlugin):
 
 
 class ClocksSteps(rfm.RegressionTestPlugin):
-    """The solver's log goes through topofoam.stepclock: the performance variable
+    """The solver's log goes through topofoam.jobs.stepclock: the performance variable
     ``wall_per_step`` is the wall-clock time per time step, start-up left out (OpenFOAM's
     ExecutionTime is CPU time, which misses what an oversubscribed rank waits off the CPU)."""
 
     @run_before("run", always_last=True)
     def clock_the_steps(self):
         # Last: the options other hooks add belong to the solver, not to the filter.
-        self.executable_opts += ["|", sys.executable, "-u", "-m", "topofoam.stepclock"]
+        self.executable_opts += ["|", sys.executable, "-u", "-m", "topofoam.jobs.stepclock"]
         self.executable_opts += ["stepclock.txt"]
 
     @run_before("performance")
@@ -314,13 +314,13 @@ class ClocksSteps(rfm.RegressionTestPlugin):
 
 @sn.deferrable
 def _wall_per_step(path):
-    from topofoam import stepclock
+    from topofoam.jobs import stepclock
 
     return stepclock.per_step(path)
 
 
 @sn.deferrable
 def _calls(folder, name, ranks):
-    from topofoam import mpicount
+    from topofoam.jobs import mpicount
 
     return mpicount.read(folder, ranks=ranks).get(name, 0)

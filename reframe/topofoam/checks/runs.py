@@ -6,9 +6,9 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 import reframe as rfm
 from cases import CASES, flavour, resolve
 from cases.sanity import evaluate
-from topofoam import switches
-from topofoam.onfabric import OnFabric
-from topofoam.solverlog import OpenFOAMSolverMixin
+from topofoam.checks.onfabric import OnFabric
+from topofoam.checks.solverlog import OpenFOAMSolverMixin
+from topofoam.jobs import switches
 
 
 class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin, OnFabric):
@@ -101,7 +101,7 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin, OnFabric):
 
     def set_optimisation_switches(self, **settings) -> None:
         """Run the solver with these OpenFOAM optimisation switches: ``-opt-switch`` on ESI's
-        OpenFOAM, the case's own controlDict on OpenFOAM-12 (topofoam.switches)."""
+        OpenFOAM, the case's own controlDict on OpenFOAM-12 (topofoam.jobs.switches)."""
         flavour = self.current_environ.extras.get("openfoam_flavour", "esi")
         options, command = switches.for_flavour(flavour, settings)
         self.executable_opts += options

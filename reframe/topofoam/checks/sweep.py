@@ -1,7 +1,7 @@
-"""The sweeps in ReFrame: the partitions' sweep space (topofoam.sweepspace) for the checks,
+"""The sweeps in ReFrame: the partitions' sweep space (topofoam.config.sweepspace) for the checks,
 and the check every sweep stage derives from (``SweepRun``).
 
-The sweep space itself is pure (topofoam/sweepspace.py: which combination runs where); this
+The sweep space itself is pure (topofoam/config/sweepspace.py: which combination runs where); this
 module gives it the current system's partitions and the tuning file named by
 ``TOPOFOAM_TUNING``, and stops the listing with one line when that file cannot be used.
 """
@@ -28,12 +28,13 @@ from reframe.core.exceptions import SanityError
 from reframe.core.runtime import runtime
 
 from cases import Prepared
-from topofoam import fields, paths, presets, references, sweepspace
-from topofoam.fixtures import PatchedOpenFOAMBuild, PreparedCase
-from topofoam.placed import PlacedRun
-from topofoam.results import merit
+from topofoam import paths
+from topofoam.checks.fixtures import PatchedOpenFOAMBuild, PreparedCase
+from topofoam.checks.placed import PlacedRun
+from topofoam.config import presets, sweepspace
+from topofoam.config.sweepspace import ESI_NODECOMMS, SCHEDULE_VARIANTS, Combination, SweepError
+from topofoam.results import fields, merit, references
 from topofoam.results.stages import format_defaults
-from topofoam.sweepspace import ESI_NODECOMMS, SCHEDULE_VARIANTS, Combination, SweepError
 
 
 def partitions(emulated: bool = False) -> list:
@@ -187,7 +188,7 @@ class SweepRun(PlacedRun):
         return self._prepared_params()["case"]
 
     def applies(self, part, nodes: int, ppn: int) -> bool:
-        """Whether this test's combination runs on ``part`` (topofoam.sweepspace)."""
+        """Whether this test's combination runs on ``part`` (topofoam.config.sweepspace)."""
         combo = Combination(self.variant, self.binding, self.ucx, self.coll, self.ucx_inter)
         settings(part)
         if self.repeat >= self.repeats_on(part):
@@ -455,7 +456,7 @@ class CaseCopy:
 
 class ReferenceRun(SweepRun):
     """The standard run of a stage's case at a layout, with the partition's settings: the
-    fields every other run of the stage on that layout must match (topofoam/fields.py)."""
+    fields every other run of the stage on that layout must match (topofoam/results/fields.py)."""
 
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     valid_prog_environs = ["+reduction-schedule"]

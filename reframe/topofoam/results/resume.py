@@ -1,7 +1,7 @@
 """Rerun what of an interrupted or failed run did not pass, on any site.
 
     reframe -C site-configs/vsc5.py -c reframe -r -t intra1 \\
-        $(python -m topofoam.resume results/perflogs/vsc5 --since 2026-11-22T14:00:00)
+        $(python -m topofoam.results.resume results/perflogs/vsc5 --since 2026-11-22T14:00:00)
 
 prints the ReFrame options (``-x /<hash>`` per test case) that leave out every test case
 that passed since the run started, so the same selection runs only the rest: the failed ones
@@ -43,7 +43,7 @@ def exclude_options(hashes: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.resume", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.results.resume", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "perflogs", type=Path, help="one system's perflogs, e.g. results/perflogs/vsc5"

@@ -1,13 +1,13 @@
 """ReFrame's ``--dry-run`` as the planner needs it: every job script written, nothing more.
 
-    python -m topofoam.dryrun REFRAME_OPTIONS...
+    python -m topofoam.checks.dryrun REFRAME_OPTIONS...
 
 is ``reframe REFRAME_OPTIONS...`` with two things left out, which a plan never reads:
   - the dump of each test case into its stage folder (``.rfm_testcase.json``, 50 to 80 kB of
     nested fixtures a test, for ``--restore-session``): a quarter of a whole site's dry run;
   - all but the first ``srun --version`` (ReFrame asks for every job it writes, whether
     srun takes --cpus-per-task; the answer does not change within a run): a process each.
-The planner (topofoam.plan) runs it with the serial execution policy: the asynchronous one
+The planner (topofoam.prediction.plan) runs it with the serial execution policy: the asynchronous one
 polls with pauses, and a dry run's jobs never run.
 """
 

@@ -128,7 +128,7 @@ def check_all() -> None:
     """Refuse, before anything starts, any settings variable outside its domain."""
     compare()
     repeats()
-    from topofoam import sweepspace  # the suite's count is the validation's own
+    from topofoam.config import sweepspace  # the suite's count is the validation's own
 
     validate_repeats(sweepspace.VALIDATE_REPEATS)
     for name, default in (
@@ -139,6 +139,6 @@ def check_all() -> None:
         port(name, default)
     subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
     emu_links()
-    from topofoam import fabric  # it reads its table through this module
+    from topofoam.config import fabric  # it reads its table through this module
 
     fabric.from_environment()

@@ -1,11 +1,11 @@
 """The time-per-step model beside the measured runs: predicted vs measured, per variant and
 node count, from one system's perflogs.
 
-    python -m topofoam.modelcheck results/perflogs/<system> [--json FILE]
+    python -m topofoam.prediction.modelcheck results/perflogs/<system> [--json FILE]
 
 For each partition, environment, fabric profile and launcher of the multi-node check
 (reframe/multinode.py), each variant's workload is its one-node runs (their median time per
-step and MPI calls per step, topofoam.model.Workload), the link costs are the p2p check's
+step and MPI calls per step, topofoam.prediction.model.Workload), the link costs are the p2p check's
 round trips on that partition under the same fabric profile, and each node count's graph is
 the one its run kept (commgraph.csv in its output folder). Every (variant, nodes) gets the
 median measured time per step with its 95 % interval, the prediction and the error; the model
@@ -27,15 +27,15 @@ from pathlib import Path
 from rankmap.errors import InputError
 from rankmap.graph import read_edges
 from rankmap.topology import LEVELS, load
-from topofoam import model
-from topofoam import p2p as p2p_table
+from topofoam.prediction import model
+from topofoam.results import p2p as p2p_table
 from topofoam.results import perflog
 from topofoam.results.stats import compare, summarise
 
 CHECK = "MultiNodeRun"
 #: perflog columns of the MPI call counter (CountsMpiCalls: the name without MPI_, lower case)
 COUNTS = ("allreduce", "reduce", "bcast", "isend", "send", "iallreduce", "alltoall", "alltoallv")
-#: wall-clock time per step (topofoam.stepclock): what the model predicts
+#: wall-clock time per step (topofoam.jobs.stepclock): what the model predicts
 MEASURE = "wall_per_step"
 
 
@@ -166,7 +166,7 @@ def grouped(perflogs: Path, since: str = "") -> tuple[dict, list[str]]:
     if unclocked:
         notes.append(
             f"{unclocked} passed {CHECK} run(s) logged no {MEASURE} (an older suite, before "
-            f"topofoam.stepclock): run the multinode check again"
+            f"topofoam.jobs.stepclock): run the multinode check again"
         )
     return by, notes
 
@@ -368,7 +368,7 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
 
 
 def pays(lines: list[Line], steps: int = 1000) -> list[str]:
-    """Per series, from which node count each variant is predicted to pay (topofoam.model:
+    """Per series, from which node count each variant is predicted to pay (topofoam.prediction.model:
     pays_from), and every prediction's node-hours for ``steps`` steps."""
     out = []
     series = defaultdict(list)
@@ -497,7 +497,7 @@ def table(lines: list[Line]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.modelcheck", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.prediction.modelcheck", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("perflogs", type=Path, help="one system's perflog folder")
     parser.add_argument("--json", type=Path, help="also write the lines as JSON")

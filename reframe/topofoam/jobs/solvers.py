@@ -3,7 +3,7 @@ PiPePCG or RePiPePCG (the project's series), or ESI's own pipelined PPCG or PPCR
 later), keeping its preconditioner, tolerances and iteration limits, so that a variant
 differs from the standard run in the solver only.
 
-    python -m topofoam.solvers CASE PiPePCG|RePiPePCG|PPCG|PPCR [--preconditioner DIC|...]
+    python -m topofoam.jobs.solvers CASE PiPePCG|RePiPePCG|PPCG|PPCR [--preconditioner DIC|...]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def use(case: Path, solver: str, preconditioner: str | None = None) -> list[str]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.solvers", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.jobs.solvers", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("case", type=Path)
     parser.add_argument("solver", choices=SOLVERS)

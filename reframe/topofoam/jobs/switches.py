@@ -6,7 +6,7 @@ OpenFOAM-12 has no such option; at its first switch look-up it merges the
 the etc ones (debug::controlDict), so a run started in its case folder gets them. This module
 writes that sub-dictionary:
 
-    python -m topofoam.switches CASE NAME=VALUE [NAME=VALUE ...]
+    python -m topofoam.jobs.switches CASE NAME=VALUE [NAME=VALUE ...]
 """
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ def for_flavour(flavour: str, settings: dict) -> tuple[list[str], str | None]:
         return [], None
     pairs = [f"{name}={value}" for name, value in settings.items()]
     if flavour == "org":
-        return [], f"{sys.executable} -m topofoam.switches . {' '.join(pairs)}"
+        return [], f"{sys.executable} -m topofoam.jobs.switches . {' '.join(pairs)}"
     return [opt for pair in pairs for opt in ("-opt-switch", pair)], None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.switches", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.jobs.switches", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("case", type=Path)
     parser.add_argument("settings", nargs="+", metavar="NAME=VALUE")

@@ -1,6 +1,6 @@
 """The p2p check's measurements as a latency table rankmap takes as its cost vector.
 
-    python -m topofoam.p2p results/perflogs/vsc5 --out results/p2p-vsc5.csv
+    python -m topofoam.results.p2p results/perflogs/vsc5 --out results/p2p-vsc5.csv
     python -m rankmap map CASE --topology vsc5 --nodes 4 --cost-table results/p2p-vsc5.csv \
         --cost-system vsc5:zen3_0512 --cost-size 1000 --out map
 
@@ -61,7 +61,7 @@ def table(perflogs: Path, notes: list[str] | None = None, keep=None) -> list[dic
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.p2p", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.results.p2p", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("perflogs", type=Path, help="one system's perflog folder")
     parser.add_argument("--out", type=Path, required=True, help="CSV table to write")

@@ -6,7 +6,7 @@ topology): an MPI ping-pong of 10, 100, 500 and 1000 double-precision scalars (s
 Table 2), each a performance variable in microseconds; the bandwidth of 1 MiB messages (MB/s);
 the latency of a one-scalar MPI_Allreduce and MPI_Alltoall on the pair (us). Partitions whose
 nodes share one machine (emulated) are measured between two nodes only, and only when their
-links were given costs (a fabric profile, topofoam.fabric): the check then measures them back.
+links were given costs (a fabric profile, topofoam.config.fabric): the check then measures them back.
 """
 
 import reframe.utility.sanity as sn
@@ -22,12 +22,12 @@ from reframe.core.builtins import (
 
 import reframe as rfm
 from rankmap import topology
-from topofoam import sweepspace
-from topofoam.fabric import NONE
-from topofoam.fixtures import MpiBuild
-from topofoam.onfabric import OnFabric
+from topofoam.checks.fixtures import MpiBuild
+from topofoam.checks.onfabric import OnFabric
+from topofoam.checks.sweep import most_repeats, partitions
+from topofoam.config import sweepspace
+from topofoam.config.fabric import NONE
 from topofoam.paths import SOURCES
-from topofoam.sweep import most_repeats, partitions
 
 
 class PingPongBuild(MpiBuild):
@@ -45,7 +45,7 @@ class PingPong(rfm.RunOnlyRegressionTest, OnFabric):
     """Round-trip time, bandwidth and collective latency between two cores at one hardware
     level (a check subclasses it with its tags: reframe/p2p.py, reframe/validate.py)."""
 
-    #: The repeat of the measurement (topofoam.p2p merges them): declared first, so every
+    #: The repeat of the measurement (topofoam.results.p2p merges them): declared first, so every
     #: level is measured once before any is measured again.
     repeat = parameter(range(most_repeats()))
     level = parameter(list(topology.LEVELS))

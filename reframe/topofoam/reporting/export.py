@@ -1,7 +1,7 @@
 """A site's results in the fields of an OpenFOAM HPC Challenge (OHC-1) submission, as CSV and
 JSON, so that they can be set beside the community's published results.
 
-    python -m topofoam.export [--results DIR] --system NAME [--out DIR]
+    python -m topofoam.reporting.export [--results DIR] --system NAME [--out DIR]
                               [--system-info FILE] [--affiliation TEXT]
 
 One row per configuration of solver runs (its repeats merged, as in the report): OHC-1's
@@ -33,7 +33,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from topofoam import fingerprint, paths
+from topofoam import paths
+from topofoam.jobs import fingerprint
 from topofoam.reporting import analysis, published
 from topofoam.reporting.collect import collect, systems
 from topofoam.results.merge import group
@@ -328,7 +329,7 @@ def export(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m topofoam.export", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.reporting.export", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--results", type=Path, default=paths.results_dir())
     p.add_argument("--system", help="the system to export (default: the only one with perflogs)")

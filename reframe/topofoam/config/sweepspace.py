@@ -4,7 +4,7 @@ no files but the tuning file, so it is unit-tested on made-up partitions.
 A partition that takes part in sweeps carries its values in its extras (site-configs/sitekit
 cluster.py, local.py): ``topology`` (what rankmap maps onto), ``cores``, ``numa_nodes``,
 ``nps``, ``ppn`` (processes per node to try), ``nodes`` (node counts), ``ucx``/``ucx_inter``/
-``coll`` (preset names of reframe/topofoam/presets.py) and ``intra2_pairs``. ReFrame parameters are the
+``coll`` (preset names of reframe/topofoam/config/presets.py) and ``intra2_pairs``. ReFrame parameters are the
 same for every partition, so a stage's parameters are the union over the partitions, and
 each combination runs on the partitions where ``applies`` says so: listing (``reframe -l``)
 and running agree.
@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
-from topofoam import presets
+from topofoam.config import presets
 from topofoam.results.stages import defaults
 
 #: The variants that run with rankmap's reduction schedule (seed 000).
@@ -133,7 +133,7 @@ def layouts(kind: str, parts: list[Partition], tuning: dict) -> list[tuple[int, 
 def repeats(part: Partition) -> int:
     """How often each timed run of ``part`` is repeated (its ``repeats`` extra, 5 on the
     cluster sites): once on an emulated partition whose links cost nothing (its times are
-    never compared); under a fabric profile (topofoam.fabric) communication dominates there,
+    never compared); under a fabric profile (topofoam.config.fabric) communication dominates there,
     and its times are compared and set beside the time-per-step model."""
     if part.extras.get("emulated") and part.extras.get("fabric", "none") == "none":
         return 1

@@ -1,6 +1,6 @@
 """Turn a baseline run into a site's performance references.
 
-    python -m topofoam.references results/perflogs/vsc5 --out site-configs/references/vsc5.yaml
+    python -m topofoam.results.references results/perflogs/vsc5 --out site-configs/references/vsc5.yaml
 
 reads the sweep perflogs of one system (``<perflogs>/<partition>/<Check>.log``) and writes,
 for every check, partition and setting (case/size/layout/variant/placement/presets), the
@@ -60,7 +60,7 @@ def problem(path: Path) -> str | None:
     try:
         data = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as e:
-        return f"{path} cannot be read as YAML ({type(e).__name__}) -- write it again with python -m topofoam.references"
+        return f"{path} cannot be read as YAML ({type(e).__name__}) -- write it again with python -m topofoam.results.references"
     if not isinstance(data, dict):
         return f"{path} is not a references file (an object keyed by check) -- write it again"
     for check, entry in data.items():
@@ -77,7 +77,7 @@ def problem(path: Path) -> str | None:
                         return (
                             f"{path}: {check} on {part}, {setting}: the reference {name} is "
                             f"{ref!r}, not [value > 0, lower, upper, unit] -- write it again "
-                            f"with python -m topofoam.references, or fix it"
+                            f"with python -m topofoam.results.references, or fix it"
                         )
     return None
 
@@ -94,7 +94,7 @@ def _reference_ok(ref) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.references", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.results.references", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "perflogs", type=Path, help="one system's perflog folder, e.g. results/perflogs/vsc5"
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(
-            f"# Written by python -m topofoam.references from {args.perflogs}\n"
+            f"# Written by python -m topofoam.results.references from {args.perflogs}\n"
             + yaml.safe_dump(data, sort_keys=False)
         )
     except OSError as e:

@@ -24,10 +24,11 @@ from reframe.core.builtins import (
     variable,
 )
 
-from topofoam import sweep, sweepspace
-from topofoam.fixtures import PatchedOpenFOAMBuild
-from topofoam.runs import PreparedCaseRun
-from topofoam.sweep import PreparedLayout, layout_name
+from topofoam.checks import sweep
+from topofoam.checks.fixtures import PatchedOpenFOAMBuild
+from topofoam.checks.runs import PreparedCaseRun
+from topofoam.checks.sweep import PreparedLayout, layout_name
+from topofoam.config import sweepspace
 
 STEPS = ("stage_in", "decompose", "solve", "reconstruct", "copy_back")
 

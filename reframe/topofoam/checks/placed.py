@@ -5,7 +5,7 @@ the schedule check share.
   environment; Open MPI's mpirun forwards what ``mca_base_env_list`` names, and it cannot be
   mixed with ``mpirun -x``).
 - ``rankmap_commands``: rankmap maps the case onto the allocation's hosts inside the job, its
-  hop-bytes priced by the partition's own costs (topofoam.costs; the ``costs`` column).
+  hop-bytes priced by the partition's own costs (topofoam.prediction.costs; the ``costs`` column).
 - ``probe_placement``: the solver's own launch first runs a probe that reports every rank's
   host and CPU set (placement.txt).
 - ``placement_checks``: the sanity assertions that every rank ran where it should.
@@ -19,8 +19,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import variable
 from reframe.core.exceptions import SanityError
 
-from topofoam import costs
-from topofoam.runs import PreparedCaseRun
+from topofoam.checks.runs import PreparedCaseRun
+from topofoam.prediction import costs
 
 PROBE = (
     "echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
@@ -59,7 +59,7 @@ class PlacedRun(PreparedCaseRun):
     #: 'verified' where the launcher binds and the declared node is the real one; the
     #: perflog says 'not verifiable on this partition' elsewhere.
     core_binding = variable(str, value="", loggable=True)
-    #: Which round-trip times priced the placement's hop-bytes (topofoam.costs).
+    #: Which round-trip times priced the placement's hop-bytes (topofoam.prediction.costs).
     costs = variable(str, value="", loggable=True)
 
     def forward_to_ranks(self, *names: str) -> None:

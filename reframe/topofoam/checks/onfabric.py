@@ -1,11 +1,11 @@
-"""The fabric profile a run's links had, as a perflog column (topofoam.fabric)."""
+"""The fabric profile a run's links had, as a perflog column (topofoam.config.fabric)."""
 
 from __future__ import annotations
 
 from reframe.core.builtins import run_after, variable
 
 import reframe as rfm
-from topofoam.fabric import NONE
+from topofoam.config.fabric import NONE
 
 
 class OnFabric(rfm.RegressionTestPlugin):

@@ -9,7 +9,7 @@ at once when the innermost warnings filter is exactly the one ``suppress_depreca
 installs; otherwise (a deprecated name used in a check of ours, say) ReFrame's own function
 runs and warns as before (tests/unit/test_layout.py checks both).
 
-Imported by topofoam.fixtures, which every check imports.
+Imported by topofoam.checks.fixtures, which every check imports.
 """
 
 from __future__ import annotations

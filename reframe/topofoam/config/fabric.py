@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rankmap.analysis import LATENCY_CSV
-from topofoam import paths, settings
+from topofoam import paths
+from topofoam.config import settings
 
 TABLE = LATENCY_CSV  # seed 000 Table 2, as rankmap reads it
 INTERPOSER = paths.SOURCES / "fabric" / "fabric.c"

@@ -37,7 +37,9 @@ class Costs:
         if self.row is None:
             return
         with open(Path(folder) / TABLE, "w", newline="") as f:
-            f.write("# Round-trip time in us measured by the p2p check (topofoam.costs)\n")
+            f.write(
+                "# Round-trip time in us measured by the p2p check (topofoam.prediction.costs)\n"
+            )
             writer = csv.DictWriter(f, fieldnames=["system", "size", *topology.LEVELS])
             writer.writeheader()
             writer.writerow(self.row)
@@ -107,7 +109,7 @@ def _p2p_logs(perflogs: Path) -> tuple:
 def _p2p_rows(perflogs: Path, logs: tuple) -> tuple[dict, ...]:
     """The latency table of a system's perflogs (``logs``: _p2p_logs, the cache's key): every
     placed test of a session asks at setup, and one read of the perflogs does for all."""
-    from topofoam import p2p  # the perflog reader, only when a run asks
+    from topofoam.results import p2p  # the perflog reader, only when a run asks
 
     return tuple(p2p.table(perflogs))
 

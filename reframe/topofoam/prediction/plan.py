@@ -1,6 +1,6 @@
 """What a selection of checks would submit, before anything is submitted.
 
-    python -m topofoam.plan -C site-configs/vsc5.py -t intra2 [other reframe options]
+    python -m topofoam.prediction.plan -C site-configs/vsc5.py -t intra2 [other reframe options]
 
 runs ``reframe -c reframe --dry-run`` with the options given, into a scratch results folder:
 ReFrame writes every job script the selection makes and submits none. From those scripts it
@@ -101,7 +101,7 @@ def dry_run(reframe_args: list[str], scratch: Path) -> list[Job]:
         [
             sys.executable,
             "-m",
-            "topofoam.dryrun",
+            "topofoam.checks.dryrun",
             "-c",
             str(CHECKS),
             "--dry-run",
@@ -187,7 +187,7 @@ def known_tags(reframe_args: list[str], scratch: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m topofoam.plan",
+        prog="python -m topofoam.prediction.plan",
         description=__doc__.split("\n\n")[0],
         epilog="Every other option goes to reframe as it is (-C, -t, -n, -S, --system ...).",
     )
@@ -232,7 +232,7 @@ def model_lines(config: str, system: str) -> list[str]:
     the site file's ``published_costs`` (docs/model.md). Before the site ran the multi-node
     check, its calls and decompositions are the embedded default's (``local``): the check
     runs the same case, decomposition and ranks everywhere."""
-    from topofoam import modelcheck
+    from topofoam.prediction import modelcheck
 
     partitions = runpy.run_path(config)["site_configuration"]["systems"][0]["partitions"]
     published = {p["name"]: p.get("extras", {}).get("published_costs", "") for p in partitions}
@@ -273,7 +273,7 @@ def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[l
     a line for each it cannot."""
     from rankmap.errors import InputError
     from rankmap.topology import load
-    from topofoam import model, modelcheck
+    from topofoam.prediction import model, modelcheck
 
     targets, said, cache = [], [], {}
     for part in partitions:

@@ -1,6 +1,6 @@
 """What a node is, and whether it is what the site file says.
 
-    python -m topofoam.fingerprint [--partition SYSTEM:PARTITION] [--cores N]
+    python -m topofoam.jobs.fingerprint [--partition SYSTEM:PARTITION] [--cores N]
                                    [--numa-nodes N] [--nps NPSx] [--json FILE]
 
 run on a node (by the validation check, through the job's launcher, one task per node) it
@@ -162,7 +162,7 @@ def differences(found: dict, partition: str, cores=None, numa_nodes=None, nps=No
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m topofoam.fingerprint", description=__doc__.split("\n\n")[0]
+        prog="python -m topofoam.jobs.fingerprint", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--partition", default="this partition", help="SYSTEM:PARTITION, for messages")
     p.add_argument("--cores", type=int, help="cores per node the site file declares")

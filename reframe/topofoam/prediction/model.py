@@ -25,7 +25,7 @@ from rankmap.graph import CommGraph
 from rankmap.mapping import Placement, block, rankmap
 from rankmap.schedule import Schedule, hierarchical, openfoam_tree
 from rankmap.topology import LEVELS, Node
-from topofoam import fabric
+from topofoam.config import fabric
 
 INTER_NODE = LEVELS.index("inter_node")
 #: Bytes a face carries in a halo exchange: one double (a scalar field's value, which is what
@@ -80,7 +80,7 @@ class ModelError(ValueError):
 
 def link_costs(table: Path | str, system: str) -> LinkCosts:
     """Per-level costs of ``system`` from a round-trip table in seed 000 Table 2's format
-    (rankmap/p2p_latency_us.csv; ``python -m topofoam.p2p`` writes the p2p check's)."""
+    (rankmap/p2p_latency_us.csv; ``python -m topofoam.results.p2p`` writes the p2p check's)."""
     table = Path(table)
     try:
         with open(table, newline="") as f:

@@ -1,6 +1,6 @@
 """The wall-clock time of a solver's time steps, taken from its log as it is written.
 
-    srun ... icoFoam -parallel | python -m topofoam.stepclock stepclock.txt
+    srun ... icoFoam -parallel | python -m topofoam.jobs.stepclock stepclock.txt
 
 passes the log through unchanged and writes the wall time (seconds since the epoch) at which
 each line that starts a time step ('Time = ...', the master's) went by. The time per step is
@@ -37,7 +37,7 @@ def per_step(path: Path | str) -> float:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m topofoam.stepclock STAMPS_FILE", file=sys.stderr)
+        print("usage: python -m topofoam.jobs.stepclock STAMPS_FILE", file=sys.stderr)
         return 2
     with open(argv[0], "w") as stamps:
         for line in sys.stdin.buffer:
