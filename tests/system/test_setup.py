@@ -15,15 +15,18 @@ def run_setup(env=None, prefix=()):
 
 
 def test_second_run_does_nothing_quickly():
-    """On a set-up machine setup.sh changes nothing: no output, a few seconds at most."""
+    """On a set-up machine setup.sh changes nothing: no output, a few seconds at most (the
+    quicker of two runs: another process on the machine can lengthen one, not both alike)."""
     first = run_setup()
     assert first.returncode == 0, first.stderr
-    t0 = time.monotonic()
-    again = run_setup()
-    elapsed = time.monotonic() - t0
-    assert again.returncode == 0, again.stderr
-    assert again.stdout == "" and again.stderr == ""
-    assert elapsed < 10
+    elapsed = []
+    for _ in range(2):
+        t0 = time.monotonic()
+        again = run_setup()
+        elapsed.append(time.monotonic() - t0)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == "" and again.stderr == ""
+    assert min(elapsed) < 10, elapsed
 
 
 def in_private_mounts(script: str, **kwargs):

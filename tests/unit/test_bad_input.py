@@ -545,7 +545,7 @@ def test_building_a_flavour_without_its_sources(tmp_path):
         (
             {"TOPOFOAM_SPACK_KIT": None},
             1,
-            r"TOPOFOAM_SPACK_KIT is not set: point it at a folder with spack-1\.1\.1\.tar\.gz",
+            r"TOPOFOAM_SPACK_KIT is not set -- point it at a folder with spack-1\.1\.1\.tar\.gz",
         ),
     ],
 )

@@ -57,8 +57,8 @@ def test_progress_lines_count_what_the_build_made(tmp_path):
         counts.append(int(m.group(2)))
         assert int(m.group(1)) <= 2
     assert counts == sorted(counts) and counts[-1] >= 3
-    # the ticker stops with the build: nothing is printed after it ended
-    assert took < 10
+    # The ticker stops with the build: had it kept on, the run would not have ended (the
+    # timeout); how soon it ended is the machine's load, not the script's, so is not asserted.
 
 
 def test_a_continued_build_estimates_from_its_own_rate(tmp_path):

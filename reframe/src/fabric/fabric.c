@@ -24,6 +24,11 @@
  * reached through dlsym(RTLD_NEXT), so this stacks with mpicount (listed first in
  * LD_PRELOAD), and the library does not link libmpi: preloaded into a job's shell or srun,
  * it is never called.
+ *
+ * TOPOFOAM_FABRIC_ACCOUNT_DIR: where each rank writes, at MPI_Finalize, what it added
+ * (fabric.<rank>: sends and collectives delayed, and the delay each added, as scheduled):
+ * the delay the interposer controls, which a test can check exactly, unlike a wall-clock
+ * time that anything else on the machine lengthens.
  */
 
 #define _GNU_SOURCE
@@ -80,6 +85,12 @@ static int commSize[COMMS];
 static int commNodes[COMMS];
 static int *commWorld[COMMS];
 static int nComms = 0;
+
+/* What was added, as scheduled (TOPOFOAM_FABRIC_ACCOUNT_DIR) */
+static long sendsDelayed = 0;
+static double sendDelayAdded = 0;
+static long collectivesDelayed = 0;
+static double collectiveDelayAdded = 0;
 
 
 static double now(void)
@@ -236,8 +247,11 @@ static void sendDelay(int count, MPI_Datatype t, int dest, MPI_Comm c)
     {
         burst = 1;
         burstLeaves = now() + latency;
+        sendDelayAdded += latency;
     }
     burstLeaves += bytes <= BUCKET ? bytes*perByte : 0;
+    sendDelayAdded += bytes <= BUCKET ? bytes*perByte : 0;
+    sendsDelayed++;
     waitUntil(burstLeaves);
 }
 
@@ -255,7 +269,10 @@ static double collectiveDelay(MPI_Comm c, int allToAll)
     {
         return 0;
     }
-    return latency*(allToAll ? k - 1 : ceil(log2((double) k)));
+    double delay = latency*(allToAll ? k - 1 : ceil(log2((double) k)));
+    collectivesDelayed++;
+    collectiveDelayAdded += delay;
+    return delay;
 }
 
 
@@ -306,6 +323,34 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     int rc = next_MPI_Init_thread(argc, argv, required, provided);
     setUp();
     return rc;
+}
+
+int MPI_Finalize(void)
+{
+    NEXT(MPI_Finalize);
+    const char *dir = getenv("TOPOFOAM_FABRIC_ACCOUNT_DIR");
+    if (dir && *dir)
+    {
+        PMPI(PMPI_Comm_rank);
+        int rank = 0;
+        p_PMPI_Comm_rank(WORLD_HANDLE, &rank);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/fabric.%d", dir, rank);
+        FILE *out = fopen(path, "w");
+        if (out)
+        {
+            fprintf(out, "sends_delayed %ld\n", sendsDelayed);
+            fprintf(out, "send_delay_us %.3f\n", 1e6*sendDelayAdded);
+            fprintf(out, "collectives_delayed %ld\n", collectivesDelayed);
+            fprintf(out, "collective_delay_us %.3f\n", 1e6*collectiveDelayAdded);
+            fclose(out);
+        }
+        else
+        {
+            fprintf(stderr, "fabric: cannot write %s: rank %d's account lost\n", path, rank);
+        }
+    }
+    return next_MPI_Finalize();
 }
 
 int MPI_Send(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c)

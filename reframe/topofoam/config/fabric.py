@@ -144,3 +144,18 @@ def build(lib: Path) -> Path:
     if done.returncode != 0:
         raise FabricError(f"cannot build {INTERPOSER}: {done.stderr.strip()[-500:]}")
     return lib
+
+
+def account(folder: Path, ranks: int) -> dict[str, float]:
+    """What the interposer added, summed over ``ranks`` ranks, as each wrote it at
+    MPI_Finalize to ``folder`` (TOPOFOAM_FABRIC_ACCOUNT_DIR): sends_delayed, send_delay_us,
+    collectives_delayed, collective_delay_us."""
+    total: dict[str, float] = {}
+    for rank in range(ranks):
+        path = Path(folder) / f"fabric.{rank}"
+        if not path.is_file():
+            raise FabricError(f"rank {rank} wrote no {path} -- did it reach MPI_Finalize?")
+        for line in path.read_text().splitlines():
+            name, value = line.split()
+            total[name] = total.get(name, 0.0) + float(value)
+    return total
