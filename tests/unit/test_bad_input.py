@@ -441,10 +441,13 @@ def test_tuning_inputs(tmp_path):
         r"list\.json is not a tuning file .* -- remove it or give another --out",
     )
     assert listed.read_text() == "[1, 2]\n"
+    # A missing folder is made (topofoam.output); a file where a folder must be is refused.
+    done = run_tool("topofoam.results.tuning", str(logs), "--out", str(tmp_path / "no" / "t.json"))
+    assert done.returncode == 0 and (tmp_path / "no" / "t.json").is_file(), done.stderr
     one_line(
-        run_tool("topofoam.results.tuning", str(logs), "--out", str(tmp_path / "no" / "t.json")),
+        run_tool("topofoam.results.tuning", str(logs), "--out", str(bad / "t.json")),
         2,
-        r"cannot write .*no/t\.json .* -- give --out a path",
+        r"^tuning: --out: .*bad\.json is a file, not a folder -- name a folder$",
     )
     empty = tmp_path / "empty" / "perflogs" / "oci"
     empty.mkdir(parents=True)

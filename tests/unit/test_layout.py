@@ -166,6 +166,7 @@ def test_libraries_do_not_depend_on_the_local_platform(package):
 MAY_IMPORT = {
     "paths": set(),
     "contents": set(),
+    "output": set(),
     "jobs": {"paths", "contents"},
     "results": {"paths", "contents"},
     "config": {"paths", "results"},
@@ -218,7 +219,8 @@ def test_library_parts_import_only_what_the_rule_allows():
         if path == LIBRARY / "__init__.py":
             continue
         part = library_part(path)
-        for imported in set(imported_parts(path)) - {part} - MAY_IMPORT[part]:
+        # output, the one checked way to write (topofoam.output), is every part's
+        for imported in set(imported_parts(path)) - {part, "output"} - MAY_IMPORT[part]:
             broken.append(f"{path.relative_to(REPO)} imports {imported}")
     assert broken == []
 

@@ -431,7 +431,7 @@ def test_output_paths_of_the_wrong_kind(tmp_path):
     one_line(
         run_tool("topofoam.reporting", "--results", str(tmp_path / "results"), "--out", str(taken)),
         2,
-        r"^report: --out .*file is an existing file -- give a folder",
+        r"^report: --out: .*file is a file, not a folder -- name a folder$",
     )
     assert taken.read_text() == "keep me\n"
     folder = tmp_path / "folder"

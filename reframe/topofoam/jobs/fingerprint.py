@@ -29,6 +29,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from topofoam import output
+
 
 class ProbeError(RuntimeError):
     """The node cannot be described; the message names what is missing and the fix."""
@@ -160,24 +162,37 @@ def differences(found: dict, partition: str, cores=None, numa_nodes=None, nps=No
     return lines
 
 
+def _count(text: str) -> int:
+    """A declared count of a node's parts: a whole number, 1 or more."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: a whole number, 1 or more")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m topofoam.jobs.fingerprint", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--partition", default="this partition", help="SYSTEM:PARTITION, for messages")
-    p.add_argument("--cores", type=int, help="cores per node the site file declares")
-    p.add_argument("--numa-nodes", type=int, help="NUMA nodes per node the site file declares")
+    p.add_argument("--cores", type=_count, help="cores per node the site file declares")
+    p.add_argument("--numa-nodes", type=_count, help="NUMA nodes per node the site file declares")
     p.add_argument("--nps", help="the NPS setting the site file declares (NPS1, NPS4 ...)")
     p.add_argument("--openfoam", help="the OpenFOAM of the environment (flavour, version, build)")
     p.add_argument("--json", type=Path, help="write what was found here")
     args = p.parse_args(argv)
+    return output.main("fingerprint", lambda: _main(args))
+
+
+def _main(args) -> int:
+    if args.json:
+        output.file(args.json, "--json")  # before the probe
     try:
         found = probe(args.openfoam)
     except ProbeError as e:
         print(f"fingerprint: {e}", file=sys.stderr)
         return 2
     if args.json:
-        args.json.write_text(json.dumps(found, indent=1) + "\n")
+        output.write_text(args.json, json.dumps(found, indent=1) + "\n", "--json")
     t = found["topology"]
     print(
         f"fingerprint: {found['node']}: {t['packages']} package(s), {t['numa_nodes']} NUMA "

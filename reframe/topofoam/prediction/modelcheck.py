@@ -27,6 +27,7 @@ from pathlib import Path
 from rankmap.errors import InputError
 from rankmap.graph import read_edges
 from rankmap.topology import LEVELS, load
+from topofoam import output
 from topofoam.prediction import model
 from topofoam.results import p2p as p2p_table
 from topofoam.results import perflog
@@ -502,6 +503,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("perflogs", type=Path, help="one system's perflog folder")
     parser.add_argument("--json", type=Path, help="also write the lines as JSON")
     args = parser.parse_args(argv)
+    return output.main("modelcheck", lambda: _main(args))
+
+
+def _main(args) -> int:
+    if args.json:
+        output.file(args.json, "--json")  # before the check
     if not args.perflogs.is_dir():
         print(
             f"modelcheck: {args.perflogs} is not a folder -- give one system's perflog "
@@ -523,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"modelcheck: left out: {note}", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps([asdict(ln) for ln in lines], indent=1))
+        output.write_text(args.json, json.dumps([asdict(ln) for ln in lines], indent=1), "--json")
         print(f"modelcheck: wrote {args.json}")
     return 0
 

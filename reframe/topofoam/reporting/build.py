@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from topofoam import output
 from topofoam.prediction import modelcheck
 from topofoam.reporting import analysis, figures, published
 from topofoam.reporting.collect import Collection, collect
@@ -871,7 +872,7 @@ def build(
             f"earlier --since (the perflogs' times are the machine's local time), or leave it "
             f"out; {out} was left as it was"
         )
-    out.mkdir(parents=True, exist_ok=True)
+    out = output.folder(out, "report folder")
     b = Builder(results, system, out, images, say)
     b.notes += coll.notes
     table = coll.write_csv(out / "runs.csv")
@@ -895,8 +896,6 @@ def build(
         say("report: final fields (pvpython)")
     b.fields(compared)
     b.missing()
-    md = out / "report.md"
-    md.write_text(markdown(b.doc, out))
-    html = out / "report.html"
-    html.write_text(page(b.doc))
+    md = output.write_text(out / "report.md", markdown(b.doc, out), "report")
+    html = output.write_text(out / "report.html", page(b.doc), "report")
     return Report(system, md, html, table, coll, groups, b.notes)

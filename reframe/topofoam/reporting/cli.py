@@ -14,7 +14,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import output, paths
 from topofoam.reporting.build import NoRuns, build
 from topofoam.reporting.collect import systems
 
@@ -49,6 +49,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    return output.main("report", lambda: _main(args))
+
+
+def _main(args) -> int:
     if not args.results.is_dir():
         print(
             f"report: {args.results} is not a folder -- give the results folder with "
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    names = args.system or found
+    names = list(dict.fromkeys(args.system or [])) or found  # a system named twice is one
     if not names:
         print(
             f"report: no perflogs under {args.results / 'perflogs'} -- run the suite first "
@@ -86,13 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.out and args.out.exists() and not args.out.is_dir():
-        print(
-            f"report: --out {args.out} is an existing file -- give a folder (new or "
-            f"existing) for the report",
-            file=sys.stderr,
-        )
-        return 2
+    for name in names:  # every report folder checked before any is written
+        output.folder(args.out or args.results / "report" / name, "--out")
     for name in names:
         try:
             report = build(
@@ -109,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         except KeyboardInterrupt:
-            print("report: interrupted; the report may be incomplete", file=sys.stderr)
+            print(
+                "report: interrupted; each file written is whole, but the report may mix this "
+                "run's files with the last one's -- run it again",
+                file=sys.stderr,
+            )
             return 130
         print(f"report: {report.markdown}")
         print(f"report: {report.html}")

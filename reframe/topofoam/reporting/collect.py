@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topofoam import output
 from topofoam.results import perflog
 
 #: Columns of every tidy table, first; the checks' own columns follow, sorted.
@@ -55,9 +56,8 @@ class Collection:
         return [c for c in FIRST if c in seen] + sorted(seen - set(FIRST))
 
     def write_csv(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
         columns = self.columns()
-        with open(path, "w", newline="") as f:
+        with output.replacing(path, "runs table", newline="") as f:
             out = csv.DictWriter(f, columns, extrasaction="ignore")
             out.writeheader()
             for row in self.rows:

@@ -33,7 +33,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import output, paths
 from topofoam.jobs import fingerprint
 from topofoam.reporting import analysis, published
 from topofoam.reporting.collect import collect, systems
@@ -303,10 +303,10 @@ def export(
             f"(./bench run, or reframe ... -r), or give --results"
         )
     meta = system_info(system, results, info or {}, affiliation)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output.folder(out, "--out")
     columns = [SYSTEM_FIELDS[k] for k in SYSTEM_FIELDS] + list(SIMULATION_FIELDS)
     csv_path = out / f"ohc1-{system}.csv"
-    with open(csv_path, "w", newline="") as f:
+    with output.replacing(csv_path, "--out", newline="") as f:
         writer = csv.DictWriter(f, columns)
         writer.writeheader()
         for row in rows:
@@ -323,7 +323,7 @@ def export(
         "notes": notes,
         "simulations": rows,
     }
-    json_path.write_text(json.dumps(document, indent=1) + "\n")
+    output.write_text(json_path, json.dumps(document, indent=1) + "\n", "--out")
     return csv_path, json_path, len(rows)
 
 
@@ -337,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--system-info", type=Path, help="JSON of what the site knows of its nodes")
     p.add_argument("--affiliation", default="", help="the contributor's affiliation")
     args = p.parse_args(argv)
+    return output.main("export", lambda: _main(args))
+
+
+def _main(args) -> int:
     try:
         if not args.results.is_dir():
             raise ExportError(
@@ -352,9 +356,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             system = found[0]
         info = read_system_info(args.system_info) if args.system_info else {}
-        csv_path, json_path, n = export(
-            args.results, system, args.out or args.results / "export", info, args.affiliation
-        )
+        out = output.folder(args.out or args.results / "export", "--out")  # before the work
+        csv_path, json_path, n = export(args.results, system, out, info, args.affiliation)
     except ExportError as e:
         print(f"export: {e}", file=sys.stderr)
         return 2

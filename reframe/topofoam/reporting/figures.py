@@ -10,15 +10,18 @@ matplotlib.use("Agg")  # files only: no display on a login node or in CI
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rankmap.topology import LEVELS  # noqa: E402
+from topofoam import output  # noqa: E402
 
 LEVEL_NAMES = ("within a NUMA node", "between NUMA nodes", "between NUMA domains", "between nodes")
 
 
 def save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with output.replacing(path, "figure", binary=True) as f:
+            fig.savefig(f, dpi=110, format=path.suffix.lstrip(".") or "png")
+    finally:
+        plt.close(fig)
     return path
 
 

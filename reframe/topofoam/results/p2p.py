@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from rankmap.topology import LEVELS
+from topofoam import output
 from topofoam.results import perflog
 from topofoam.results.merge import robust
 
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        with open(args.out, "w", newline="") as f:
+        with output.replacing(args.out, "--out", newline="") as f:
             f.write(
                 f"# Round-trip time in us by hardware level, measured by reframe/p2p.py "
                 f"({args.perflogs}); passed runs merged by topofoam.results.merge.\n"
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             writer = csv.DictWriter(f, fieldnames=["system", "size", *LEVELS])
             writer.writeheader()
             writer.writerows(rows)
+    except output.OutputError as e:
+        print(f"p2p: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(
             f"p2p: cannot write {args.out} ({e.strerror}) -- give --out a path in a folder "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from topofoam import output
 from topofoam.results import perflog
 from topofoam.results.merge import robust
 
@@ -132,11 +133,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     data = references(walls, args.tolerance)
     try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(
+        output.write_text(
+            args.out,
             f"# Written by python -m topofoam.results.references from {args.perflogs}\n"
-            + yaml.safe_dump(data, sort_keys=False)
+            + yaml.safe_dump(data, sort_keys=False),
+            "--out",
         )
+    except output.OutputError as e:
+        print(f"references: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(
             f"references: cannot write {args.out} ({e.strerror}) -- give --out a path you "

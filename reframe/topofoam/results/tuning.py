@@ -24,6 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from topofoam import output
 from topofoam.results import perflog, stats
 from topofoam.results.stages import STAGES, TUNED, parse_defaults
 
@@ -132,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        args.out.write_text(json.dumps(tuning, indent=1, sort_keys=True) + "\n")
+        output.write_text(args.out, json.dumps(tuning, indent=1, sort_keys=True) + "\n", "--out")
+    except output.OutputError as e:
+        print(f"tuning: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(
             f"tuning: cannot write {args.out} ({e.strerror}) -- give --out a path in a "

@@ -23,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from topofoam import paths
+from topofoam import output, paths
 from topofoam.validation import expectations, judge, outputs, regressions, sessions
 
 EXIT = {judge.PASS: 0, judge.FAIL: 1, judge.INCONCLUSIVE: 3}
@@ -93,7 +93,12 @@ def _system(session: sessions.Session) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    return output.main("validation", lambda: _main(args))
+
+
+def _main(args) -> int:
     if args.verb == "published":
+        output.file(args.out, "--out")
         try:
             found = expectations.published(args.system, args.partition, args.environ, args.topology)
         except expectations.ExpectationsError as e:
@@ -120,14 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     session = _session(args.config, args.session)
     system = _system(session)
-    out_dir = args.out_dir or paths.results_dir() / "validation"
     if args.verb == "record":
-        return _record(
-            session,
-            system,
-            args.out or paths.results_dir() / "expectations" / f"{system}.yaml",
-            args.add,
-        )
+        where = args.out or paths.results_dir() / "expectations" / f"{system}.yaml"
+        return _record(session, system, output.file(where, "--out"), args.add)
+    # Every output is checked before anything is judged.
+    out_dir = output.folder(args.out_dir or paths.results_dir() / "validation", "--out-dir")
     if args.verb == "compare":
         before = _session(args.config, args.before)
         if before.uuid == session.uuid:
@@ -139,7 +141,12 @@ def _run(args) -> int:
         lines = regressions.lines(v, before, changed)
         return _hand_in(v, lines, out_dir / f"regressions-{system}", changed)
     path = args.expectations or paths.expectations_file(system)
+    if path.is_dir():
+        raise expectations.ExpectationsError(
+            f"{path} is a folder, not an expectations file -- give its YAML file"
+        )
     if not path.exists() and args.record_first and not args.expectations:
+        output.file(path, "expectations")
         if session.failed:
             # A session with failed checks sets no expectations: its verdict is FAIL.
             v = judge.judge([], session)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from topofoam import output
 from topofoam.validation.sessions import (
     MARGIN_RULE,
     UNITS,
@@ -232,10 +233,7 @@ def write(path: Path, system: str, expectations: list[Expectation], note: str) -
         f"# a later session fails an expectation only when it is significantly worse "
         f"(Holm-adjusted)\n# AND worse by more than its margin.\n"
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
     body = yaml.safe_dump(
         {"format": FORMAT, "system": system, "expectations": entries}, sort_keys=False, width=100
     )
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(header + body)
-    tmp.replace(path)
+    output.write_text(path, header + body, "expectations file")

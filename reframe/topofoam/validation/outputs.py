@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from topofoam import output
 from topofoam.validation.judge import FAIL, INCONCLUSIVE, METHOD, Verdict
 
 
@@ -57,16 +58,15 @@ def junit(v: Verdict) -> ET.ElementTree:
 
 
 def write(v: Verdict, folder: Path, stem: str, changes: list[str] | None = None) -> list[Path]:
-    """``<folder>/<stem>.json`` and ``.xml``, written whole or not at all."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """``<folder>/<stem>.json`` and ``.xml``, each written whole or not at all."""
+    folder = output.folder(folder, "verdict folder")
     out = []
     for suffix, write_to in (
-        (".json", lambda f: f.write_text(json.dumps(as_json(v, changes), indent=1) + "\n")),
+        (".json", lambda f: f.write(json.dumps(as_json(v, changes), indent=1) + "\n")),
         (".xml", lambda f: junit(v).write(f, encoding="unicode", xml_declaration=True)),
     ):
         path = folder / f"{stem}{suffix}"
-        tmp = path.with_suffix(suffix + ".tmp")
-        write_to(tmp)
-        tmp.replace(path)
+        with output.replacing(path, "verdict file") as f:
+            write_to(f)
         out.append(path)
     return out
