@@ -177,18 +177,25 @@ def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
     return len(attempts), failures, lines
 
 
-def _report(results: Path, since: str) -> str:
-    """The report of this run's results (topofoam.reporting); its path, or why there is none."""
+def _report(results: Path, since: str, name: str = "local") -> str:
+    """The report of this run's results (topofoam.reporting) in ``results/report/<name>``:
+    ``./bench run``'s is ``local``, ``./bench validate``'s ``local-validate``, so neither
+    replaces the other's. Its path, or why there is none."""
     from topofoam.reporting.build import build
 
+    out = results / "report" / name
     try:
         report = build(
-            results, "local", since=since, say=lambda line: print(f"bench: {line}", flush=True)
+            results,
+            "local",
+            out,
+            since=since,
+            say=lambda line: print(f"bench: {line}", flush=True),
         )
     except Exception as e:  # the runs are done and kept: say it, do not lose them
         return (
             f"not written ({type(e).__name__}: {e}) -- rerun it with: python -m "
-            f"topofoam.reporting --results {results} --system local --since {since}"
+            f"topofoam.reporting --results {results} --system local --since {since} --out {out}"
         )
     return f"{report.html} (and report.md, runs.csv beside it)"
 
@@ -459,8 +466,9 @@ def validate(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "topofoam.validation", *verb, "-C", str(CONFIG)]
     print("\nbench: the verdict", flush=True)
     verdict = subprocess.run(command, cwd=paths.REPO, env=env).returncode
-    # The report opens with the verdict (topofoam.reporting reads the verdict's JSON).
-    print(f"bench: report: {_report(paths.results_dir(), since)}")
+    # The report opens with the verdicts (topofoam.reporting reads their JSON); it goes beside
+    # ./bench run's report, not over it.
+    print(f"bench: report: {_report(paths.results_dir(), since, 'local-validate')}")
     # A failed test case is in the verdict (FAIL); a run that could not judge says so.
     return verdict if verdict else (1 if ran else 0)
 

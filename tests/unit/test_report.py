@@ -529,3 +529,63 @@ def test_storage_local_against_shared_with_a_verdict(tmp_path, local_totals, cel
     assert by_storage["shared"][-1] == ""
     assert by_storage["local"][-2] == "n=5"
     assert re.match(cell, by_storage["local"][-1]), by_storage["local"]
+
+
+def kept_verdict(results, start, partitions, verdict, counts, judgements=()):
+    """One session's verdict file as topofoam.validation keeps it (TEST DATA)."""
+    folder = results / "validation" / "verdict-oci"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {
+        "verdict": verdict,
+        "session": f"{start} (abcdef01)",
+        "partitions": partitions,
+        "counts": dict(zip(("PASS", "FAIL", "INCONCLUSIVE"), counts)),
+        "method": "TEST DATA",
+        "failed_test_cases": [],
+        "missing": [],
+        "judgements": list(judgements),
+    }
+    (folder / f"{start}-abcdef01.json").write_text(json.dumps(data))
+
+
+def judged(status, partition):
+    return {
+        "status": status,
+        "check": "SolverValidation",
+        "partition": partition,
+        "setting": "laplacianFoam",
+        "metric": "wall",
+        "expected": "1 s",
+        "measured": "1 s",
+        "margin": 0.15,
+    }
+
+
+def test_the_verdict_section_shows_each_partitions_latest_judged_session(tmp_path):
+    """A later validation of another partition, or a session that judged nothing, does not
+    hide a partition's verdict (issue 56: the emulated screening's empty session had become
+    the headline, and the CPU partition's FAIL was gone)."""
+    from test_numbers import variants
+
+    results = tmp_path / "results"
+    variants(results)
+    kept_verdict(results, "20261128T090000+0000", ["oci:nps2"], "PASS", (1, 0, 0),
+                 [judged("PASS", "oci:nps2")])  # fmt: skip
+    kept_verdict(results, "20261128T100000+0000", ["oci:nps2"], "FAIL", (0, 1, 0),
+                 [judged("FAIL", "oci:nps2")])  # fmt: skip
+    kept_verdict(results, "20261128T110000+0000", ["oci:nps1"], "PASS", (1, 0, 0),
+                 [judged("PASS", "oci:nps1")])  # fmt: skip
+    kept_verdict(results, "20261128T120000+0000", ["oci:emu"], "INCONCLUSIVE", (0, 0, 0))
+    md = build(results, "oci", images=False, say=lambda _: None).markdown.read_text()
+    section = md.split("## Validation verdict: ")[1].split("\n## ")[0]
+    assert section.startswith("FAIL\n"), section[:200]  # the worst latest: nps2's
+    rows = {ln.split("|")[1].strip(): ln for ln in section.splitlines() if ln.startswith("| oci:")}
+    assert "FAIL" in rows["oci:nps2"] and "20261128T100000+0000" in rows["oci:nps2"]
+    assert "PASS" in rows["oci:nps1"] and "20261128T110000+0000" in rows["oci:nps1"]
+    assert "nothing judged" in rows["oci:emu"]
+    assert "1 session(s) judged nothing" in section and "20261128T120000+0000" in section
+    # A newer passing session of nps2 makes it PASS, and the headline with it.
+    kept_verdict(results, "20261128T130000+0000", ["oci:nps2"], "PASS", (1, 0, 0),
+                 [judged("PASS", "oci:nps2")])  # fmt: skip
+    md = build(results, "oci", images=False, say=lambda _: None).markdown.read_text()
+    assert "## Validation verdict: PASS\n" in md

@@ -159,6 +159,30 @@ def test_json_and_junit_carry_the_verdict(tmp_path):
     assert suite.find("testcase/failure").get("message").startswith("FAIL: SolverValidation")
 
 
+def test_junit_marks_inconclusive_as_a_failure_saying_why(tmp_path):
+    """A dashboard shows a skipped test green; a verdict not reached is not a pass."""
+    e = expect(draws(10.0, 0.02, seed=18))
+    v = judge.judge([e], session({e.key: draws(10.0, 0.02, seed=19)[:1]}))
+    assert v.status == "INCONCLUSIVE", v.lines()
+    suite = ET.parse(outputs.write(v, tmp_path, "verdict-site")[1]).getroot()
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "0")
+    assert suite.find("testcase/failure").get("message").startswith("INCONCLUSIVE (not a pass): ")
+
+
+def test_each_session_keeps_its_verdict_file(tmp_path):
+    e = expect(draws(10.0, 0.02, seed=18))
+    for seed, start in ((20, "20261128T101010+0000"), (21, "20261128T111111+0000")):
+        v = judge.judge([e], session({e.key: draws(10.0, 0.02, seed=seed)}))
+        outputs.write(v, tmp_path / "verdict-site", outputs.session_stem(start, "abcdef0123"))
+    assert sorted(p.name for p in (tmp_path / "verdict-site").iterdir()) == [
+        "20261128T101010+0000-abcdef01.json",
+        "20261128T101010+0000-abcdef01.xml",
+        "20261128T111111+0000-abcdef01.json",
+        "20261128T111111+0000-abcdef01.xml",
+    ]
+    assert outputs.session_stem("?", "x/y z") == "--x-y-z"
+
+
 def test_expectations_round_trip(tmp_path):
     s = session({key(): draws(10.0, 0.02), key("bandwidth", "FabricValidation"): draws(9e3, 0.02)})
     path = tmp_path / "site.yaml"

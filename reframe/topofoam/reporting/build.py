@@ -7,7 +7,6 @@ empty or partial perflog gives a partial report with notes, and failed runs are 
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -139,48 +138,62 @@ class Builder:
     # -- sections ------------------------------------------------------------------------
 
     def verdict(self, since: str):
-        """The validation verdict of this system (topofoam.validation's JSON), first: what an
-        admin reads before anything else. Left out when it is older than the report's runs."""
-        path = self.results / "validation" / f"verdict-{self.system}.json"
-        try:
-            data = json.loads(path.read_text())
-            written = datetime.datetime.fromtimestamp(path.stat().st_mtime)
-        except FileNotFoundError:
+        """The validation verdicts of this system, first: what an admin reads before anything
+        else. Each partition's latest session that judged something (topofoam.validation keeps
+        one verdict file per session); the headline is the worst of them, and a session that
+        judged nothing (a screening with no expectations yet) is listed, never the headline."""
+        verdicts = _verdicts(self.results, self.system, self.notes)
+        if not verdicts:
             return
-        except (OSError, ValueError) as e:
-            self.notes.append(f"{path}: the validation verdict could not be read ({e})")
-            return
-        if since and written < datetime.datetime.fromisoformat(since):
-            return
-        counts = data.get("counts", {})
-        sec = self.doc.section(f"Validation verdict: {data.get('verdict', '?')}")
-        sec.add(
-            f"Session {data.get('session', '?')} on {', '.join(data.get('partitions', []))}: "
-            f"{counts.get('PASS', 0)} pass, {counts.get('FAIL', 0)} fail, "
-            f"{counts.get('INCONCLUSIVE', 0)} inconclusive ({path}). {data.get('method', '')}"
+        latest = _latest_by_partition(verdicts)
+        judged = {p: v for p, v in latest.items() if v is not None}
+        headline = max(
+            (v["data"].get("verdict", "?") for v in judged.values()),
+            key=lambda s: VERDICT_ORDER.get(s, 0),
+            default="nothing judged",
         )
-        rows = [["FAIL", case, "", "", "", ""] for case in data.get("failed_test_cases", [])]
-        rows += [
-            ["FAIL", f"{m['check']} {m['setting']} {m['metric']}", "not measured", "", "", ""]
-            for m in data.get("missing", [])
-        ]
-        order = {"FAIL": 0, "INCONCLUSIVE": 1, "PASS": 2}
-        for j in sorted(data.get("judgements", []), key=lambda j: order.get(j["status"], 3)):
+        sec = self.doc.section(f"Validation verdict: {headline}")
+        sec.add(
+            "Each partition's latest validation session that judged something "
+            f"({self.results / 'validation'}). "
+            + (verdicts[-1]["data"].get("method", "") if verdicts else "")
+        )
+        rows, details = [], []
+        for partition, v in sorted(latest.items()):
+            if v is None:
+                rows.append([partition, "nothing judged", "", "", "no session judged it yet"])
+                continue
+            data, counts = v["data"], v["data"].get("counts", {})
             rows.append(
                 [
-                    j["status"],
-                    f"{j['check']} on {j['partition']}: {j['metric']} of {j['setting']}",
-                    j["expected"],
-                    j["measured"],
-                    # A verdict written before "allowed" was kept shows its margin as it was.
-                    f"{j.get('change') or ''} (margin {j.get('allowed') or format(j['margin'], '.0%')})",
-                    j.get("reason", ""),
+                    partition,
+                    data.get("verdict", "?"),
+                    str(data.get("session", "?")),
+                    f"{counts.get('PASS', 0)} pass, {counts.get('FAIL', 0)} fail, "
+                    f"{counts.get('INCONCLUSIVE', 0)} inconclusive",
+                    str(v["path"]),
                 ]
             )
+            details += _verdict_rows(data, partition)
+        sec.add(
+            Table(
+                ["partition", "verdict", "session", "judgements", "file"],
+                rows,
+                caption="The verdict of each partition, from its latest judged session",
+            )
+        )
+        empty = [v for v in verdicts if not _judged_anything(v["data"])]
+        if empty:
+            sec.add(
+                f"{len(empty)} session(s) judged nothing (no expectations yet, or nothing "
+                f"measured), the latest {empty[-1]['data'].get('session', '?')}: not a verdict."
+            )
+        order = {"FAIL": 0, "INCONCLUSIVE": 1, "PASS": 2}
+        details.sort(key=lambda r: order.get(r[0], 3))
         sec.add(
             Table(
                 ["verdict", "measurement", "expected", "measured", "change [95 % CI]", "why"],
-                rows,
+                details,
                 caption="Each expectation: medians with their 95 % CIs and repeats",
             )
         )
@@ -852,6 +865,87 @@ class Builder:
             sec = Section("What this report lacks")
             sec.add(Table(["note"], [[n] for n in self.notes]))
             self.doc.sections.insert(1, sec)
+
+
+VERDICT_ORDER = {"PASS": 1, "INCONCLUSIVE": 2, "FAIL": 3}
+
+
+def _verdicts(results: Path, system: str, notes: list[str]) -> list[dict]:
+    """Every kept verdict of ``system``, oldest first: one file per session under
+    validation/verdict-<system>/, or (results written before those were kept) the one
+    latest file validation/verdict-<system>.json."""
+    kept = sorted((results / "validation" / f"verdict-{system}").glob("*.json"))
+    if not kept:
+        kept = [p for p in [results / "validation" / f"verdict-{system}.json"] if p.exists()]
+    found = []
+    for path in kept:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            notes.append(f"{path}: the validation verdict could not be read ({e})")
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("partitions", []), list):
+            notes.append(f"{path}: not a verdict of topofoam.validation (no partitions list)")
+            continue
+        found.append({"path": path, "data": data})
+    return found
+
+
+def _judged_anything(data: dict) -> bool:
+    counts = data.get("counts", {})
+    return isinstance(counts, dict) and sum(v for v in counts.values() if isinstance(v, int)) > 0
+
+
+def _latest_by_partition(verdicts: list[dict]) -> dict[str, dict | None]:
+    """Per partition, its latest verdict that judged something (None: none did)."""
+    latest: dict[str, dict | None] = {}
+    for v in verdicts:  # oldest first, so the last one kept wins
+        for partition in v["data"].get("partitions", []):
+            if _judged_anything(v["data"]):
+                latest[str(partition)] = v
+            else:
+                latest.setdefault(str(partition), None)
+    return latest
+
+
+def _verdict_rows(data: dict, partition: str) -> list[list[str]]:
+    """The table rows of one verdict's findings on ``partition``."""
+
+    def on(entry) -> bool:
+        return not isinstance(entry, dict) or entry.get("partition", partition) == partition
+
+    rows = [["FAIL", str(case), "", "", "", ""] for case in data.get("failed_test_cases", [])]
+    rows += [
+        [
+            "FAIL",
+            f"{m.get('check')} {m.get('setting')} {m.get('metric')}",
+            "not measured",
+            "",
+            "",
+            "",
+        ]
+        for m in data.get("missing", [])
+        if on(m)
+    ]
+    for j in data.get("judgements", []):
+        if not isinstance(j, dict) or not on(j):
+            continue
+        rows.append(
+            [
+                str(j.get("status", "?")),
+                f"{j.get('check')} on {j.get('partition')}: {j.get('metric')} of {j.get('setting')}",
+                str(j.get("expected", "")),
+                str(j.get("measured", "")),
+                # A verdict written before "allowed" was kept shows its margin as it was.
+                f"{j.get('change') or ''} (margin {j.get('allowed') or _percent(j.get('margin'))})",
+                str(j.get("reason", "")),
+            ]
+        )
+    return rows
+
+
+def _percent(value) -> str:
+    return format(value, ".0%") if isinstance(value, int | float) else "?"
 
 
 def build(

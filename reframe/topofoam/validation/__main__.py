@@ -139,7 +139,7 @@ def _run(args) -> int:
         v = regressions.compare(before, session)
         changed = regressions.changes(before, session)
         lines = regressions.lines(v, before, changed)
-        return _hand_in(v, lines, out_dir / f"regressions-{system}", changed)
+        return _hand_in(v, lines, out_dir / f"regressions-{system}", session, changed)
     path = args.expectations or paths.expectations_file(system)
     if path.is_dir():
         raise expectations.ExpectationsError(
@@ -154,7 +154,7 @@ def _run(args) -> int:
                 f"validation: no expectations recorded for {system}: {len(session.failed)} test "
                 f"case(s) of this session failed -- mend what they name and validate again"
             )
-            return _hand_in(v, [*v.lines(), why], out_dir / f"verdict-{system}")
+            return _hand_in(v, [*v.lines(), why], out_dir / f"verdict-{system}", session)
         _record(session, system, path, False)
         print(
             f"validation: no expectations for {system} yet: this session's are now its "
@@ -177,15 +177,18 @@ def _run(args) -> int:
             f"{'; ...' if len(moved) > 1 else ''}) -- record the expectations again "
             f"(python -m topofoam.validation record ... --out {path}) or edit their margin"
         )
-    return _hand_in(v, lines, out_dir / f"verdict-{system}")
+    return _hand_in(v, lines, out_dir / f"verdict-{system}", session)
 
 
-def _hand_in(v, lines: list[str], stem: Path, changed=None) -> int:
-    """Print the verdict's lines, write it as JSON and JUnit XML (stem.json, stem.xml), and
-    return its exit status."""
+def _hand_in(v, lines: list[str], stem: Path, session: sessions.Session, changed=None) -> int:
+    """Print the verdict's lines, write it as JSON and JUnit XML, and return its exit
+    status. Written twice: ``stem.json``/``.xml``, the latest verdict (what a site's CI
+    reads), and ``stem/<session start>-<uuid>.json``/``.xml``, kept for every session (the
+    report's verdict section and the history read those)."""
     for line in lines:
         print(line)
     written = outputs.write(v, stem.parent, stem.name, changed)
+    written += outputs.write(v, stem, outputs.session_stem(session.start, session.uuid), changed)
     print(f"written: {', '.join(map(str, written))}")
     return EXIT[v.status]
 
