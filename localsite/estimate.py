@@ -3,28 +3,69 @@
 Every partition's ReFrame run is timed and recorded with what it selected (partition, tags,
 OpenFOAM, repeats, cases compared, ReFrame options) in ``<cache>/durations.jsonl``: the cache
 belongs to the machine and outlives results folders. A later run with the same selection is
-estimated by the last like run on this machine. A first run has no such record: it is
-estimated by the reference run of the default selection (docs/timings.md, a 2-core machine),
-and says so; a selection nobody has timed gets no number. Builds that are not cached yet are
-said apart, with their reference time.
+estimated by the last like run on this machine. A first run has no such record: the default
+selection is then estimated by docs/timings.md's current figures (its "Current figures" table:
+the newest measurement of each partition's run and of each build, with its date and machine),
+and says so; a selection nobody has timed, or a figure the table lacks, gets no number. No
+figure is typed into the code: a newer measurement in the table is the next estimate.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from topofoam import paths
 
-#: The default ``./bench run`` on the reference machine (docs/timings.md, 2026-11-23: 2 cores,
-#: builds cached), per partition, in seconds.
-REFERENCE = {"cpu": 8 * 60 + 57, "slurm": 4 * 60 + 7, "emu": 5 * 60 + 28}
-#: What the reference machine is, as said beside its figures.
-REFERENCE_MACHINE = "the 2-core reference machine of docs/timings.md"
-#: Builds the run makes if they are not cached, and their time on the reference machine.
-BUILD_MINUTES = {"scotch": 2, "patched": 15}
+#: Where the current figures are: the first table of docs/timings.md, under this heading.
+TIMINGS = paths.REPO / "docs" / "timings.md"
+HEADING = "## Current figures"
+#: Keys of that table's rows the estimate reads: each partition's default run (warm) and the
+#: builds a first run makes.
+RUN_KEY = "run.{partition}"
+BUILD_KEY = "build.{target}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    seconds: float
+    date: str
+    machine: str
+
+
+def _seconds(text: str) -> float | None:
+    """'1 h 2 min', '8 min 57 s', '21 s' -> seconds; None for anything else."""
+    units = {"h": 3600, "min": 60, "s": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*(h|min|s)\b", text)
+    rest = re.sub(r"(\d+(?:\.\d+)?)\s*(h|min|s)\b", "", text).strip(" *")
+    if not parts or rest:
+        return None
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def current_figures(path: Path | None = None) -> dict[str, Figure]:
+    """The rows of the current-figures table whose key is in backticks and whose figure is a
+    time: {key: Figure}. A row that does not read as one is left out (no number for it)."""
+    try:
+        text = (path or TIMINGS).read_text()
+    except OSError:
+        return {}
+    _, found, rest = text.partition(HEADING + "\n")
+    if not found:
+        return {}
+    figures = {}
+    for line in rest.split("\n## ")[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or not re.fullmatch(r"`[\w.-]+`", cells[0]):
+            continue
+        seconds = _seconds(cells[2])
+        if seconds is not None:
+            figures[cells[0].strip("`")] = Figure(seconds, cells[3], cells[4])
+    return figures
 
 
 def record_file() -> Path:
@@ -97,28 +138,41 @@ def is_default(chosen: dict) -> bool:
     )
 
 
-def say(selections: list[dict], builds: list[str], path: Path | None = None) -> str:
+def say(
+    selections: list[dict],
+    builds: list[str],
+    path: Path | None = None,
+    timings: Path | None = None,
+) -> str:
     """One line: the whole run's estimate and where each figure comes from."""
     parts, total, unknown, sources = [], 0.0, [], set()
+    current = current_figures(timings)
     for chosen in selections:
         name = chosen["partition"]
         like = last_like(chosen, path)
+        figure = current.get(RUN_KEY.format(partition=name))
         if like is not None:
             seconds = like["seconds"]
             sources.add(f"as the last like run here took ({like['ended']})")
-        elif is_default(chosen) and name in REFERENCE:
-            seconds = REFERENCE[name]
-            sources.add(f"first run of this selection here: as on {REFERENCE_MACHINE}")
+        elif is_default(chosen) and figure is not None:
+            seconds = figure.seconds
+            sources.add(
+                f"first run of this selection here: as docs/timings.md's current figures "
+                f"({figure.date}, {figure.machine})"
+            )
         else:
             unknown.append(name)
             continue
         total += seconds
         parts.append(f"{name} {_minutes(seconds)}")
     for build in builds:
-        minutes = BUILD_MINUTES[build]
-        total += 60 * minutes
-        parts.append(f"building {build} {minutes} min")
-        sources.add(f"builds as on {REFERENCE_MACHINE}")
+        figure = current.get(BUILD_KEY.format(target=build))
+        if figure is None:
+            unknown.append(f"building {build}")
+            continue
+        total += figure.seconds
+        parts.append(f"building {build} {_minutes(figure.seconds)}")
+        sources.add(f"builds as docs/timings.md's current figures ({figure.date})")
     if not parts:
         return (
             "bench: no estimate of how long this run takes: no earlier run of this selection "
@@ -127,5 +181,7 @@ def say(selections: list[dict], builds: list[str], path: Path | None = None) -> 
     line = f"bench: this run takes about {_minutes(total)} ({', '.join(parts)}; "
     line += "; ".join(sorted(sources)) + ")"
     if unknown:
-        line += f"; {', '.join(unknown)} not estimated (no earlier like run here)"
+        line += (
+            f"; {', '.join(unknown)} not estimated (no earlier like run here, no current figure)"
+        )
     return line

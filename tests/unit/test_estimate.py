@@ -1,5 +1,5 @@
 """The start-of-run estimate of ./bench run (localsite/estimate.py): the last like run on this
-machine, else the reference run for the default selection, else no number."""
+machine, else docs/timings.md's current figures for the default selection, else no number."""
 
 from argparse import Namespace
 
@@ -11,14 +11,49 @@ def args(**given):
     return Namespace(**(base | given))
 
 
-def test_first_default_run_is_estimated_by_the_reference(tmp_path, monkeypatch):
+TABLE = """# Measured timings
+
+## Current figures
+
+| key | what | newest | date | machine | notes |
+| --- | --- | --- | --- | --- | --- |
+| `run.cpu` | TEST DATA | 8 min 57 s | 2026-11-23 | 2-core VM | |
+| `run.slurm` | TEST DATA | 4 min 7 s | 2026-11-23 | 2-core VM | |
+| `run.emu` | TEST DATA | about a while | 2026-11-23 | 2-core VM | not a time: no number |
+| `build.patched` | TEST DATA | 1 h 2 min | 2026-11-28 | 2-core VM | |
+
+## History
+
+| `run.cpu` | a row outside the table | 99 min | | | |
+"""
+
+
+def test_first_default_run_is_estimated_by_the_current_figures(tmp_path, monkeypatch):
     monkeypatch.delenv("TOPOFOAM_REPEATS", raising=False)
     monkeypatch.delenv("TOPOFOAM_COMPARE", raising=False)
-    chosen = [estimate.selection(p, args()) for p in ("cpu", "slurm")]
-    line = estimate.say(chosen, ["patched"], tmp_path / "none.jsonl")
-    total = estimate.REFERENCE["cpu"] + estimate.REFERENCE["slurm"] + 15 * 60
+    timings = tmp_path / "timings.md"
+    timings.write_text(TABLE)
+    figures = estimate.current_figures(timings)
+    assert {k: f.seconds for k, f in figures.items()} == {
+        "run.cpu": 537,
+        "run.slurm": 247,
+        "build.patched": 3720,
+    }
+    chosen = [estimate.selection(p, args()) for p in ("cpu", "slurm", "emu")]
+    line = estimate.say(chosen, ["patched", "scotch"], tmp_path / "none.jsonl", timings)
+    total = 537 + 247 + 3720
     assert line.startswith(f"bench: this run takes about {round(total / 60)} min (cpu 9 min")
-    assert "building patched 15 min" in line and "first run of this selection here" in line
+    assert "building patched 62 min" in line
+    assert "as docs/timings.md's current figures (2026-11-23, 2-core VM)" in line
+    assert line.endswith("emu, building scotch not estimated (no earlier like run here, no "
+                         "current figure)")  # fmt: skip
+
+
+def test_the_current_figures_table_gives_the_default_runs_and_builds():
+    """The estimate's figures are docs/timings.md's, not constants in the code."""
+    figures = estimate.current_figures()
+    for key in ("run.cpu", "run.slurm", "run.emu", "build.scotch", "build.patched"):
+        assert key in figures and figures[key].seconds > 0, sorted(figures)
 
 
 def test_a_like_run_recorded_here_gives_the_estimate(tmp_path, monkeypatch):
@@ -37,7 +72,7 @@ def test_a_like_run_recorded_here_gives_the_estimate(tmp_path, monkeypatch):
     assert "about 10 min" in estimate.say([other], [], path)
     assert estimate.say(
         [chosen, estimate.selection("emu", args(tag=["variants"]))], [], path
-    ).endswith("emu not estimated (no earlier like run here)")
+    ).endswith("emu not estimated (no earlier like run here, no current figure)")
 
 
 def test_an_unwritable_record_never_fails_the_run(tmp_path):
