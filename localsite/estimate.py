@@ -59,7 +59,7 @@ def current_figures(path: Path | None = None) -> dict[str, Figure]:
         return {}
     figures = {}
     for line in rest.split("\n## ")[0].splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if len(cells) < 5 or not re.fullmatch(r"`[\w.-]+`", cells[0]):
             continue
         seconds = _seconds(cells[2])

@@ -357,9 +357,8 @@ def test_unknown_placement_and_partitioner():
 def perflog(results: Path, system="oci", rows=("2026-01-01T00:00:00|pass|1|36|intra1|10.0|s",)):
     path = results / "perflogs" / system / "nps2" / "Intra1Run.log"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "job_completion_time|result|nodes|ppn|stage|wall_value|wall_unit\n" + "\n".join(rows) + "\n"
-    )
+    header = "job_completion_time|result|nodes|ppn|stage|wall_value|wall_unit|environ\n"
+    path.write_text(header + "\n".join(f"{r}|e" for r in rows) + "\n")
     return path
 
 

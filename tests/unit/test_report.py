@@ -589,3 +589,21 @@ def test_the_verdict_section_shows_each_partitions_latest_judged_session(tmp_pat
                  [judged("PASS", "oci:nps2")])  # fmt: skip
     md = build(results, "oci", images=False, say=lambda _: None).markdown.read_text()
     assert "## Validation verdict: PASS\n" in md
+
+
+@pytest.mark.parametrize("runs", [3, {"a": 1}, [1, 2], [{"testcases": 5}]])
+def test_a_run_report_whose_runs_are_not_runs_is_named_and_skipped(tmp_path, runs):
+    from test_numbers import variants
+
+    results = tmp_path / "results"
+    variants(results)
+    reports = results / "reframe" / "reports"
+    reports.mkdir(parents=True)
+    (reports / "odd.json").write_text(
+        json.dumps({"runs": runs, "session_info": {"time_start_unix": 1}})
+    )
+    report = build(results, "oci", images=False, say=lambda _: None)
+    assert report.collection.rows  # the perflogs' runs are all there
+    if isinstance(runs, list) and all(isinstance(r, dict) for r in runs):
+        return  # a list of runs whose test cases are not a list: nothing taken from them
+    assert any("odd.json: not a ReFrame run report; skipped" in n for n in report.notes)

@@ -18,6 +18,7 @@ COLUMNS = [
     "result",
     "system",
     "partition",
+    "environ",
     "stage",
     "setting",
     "timing",
@@ -40,6 +41,7 @@ def line(**values) -> str:
         "result": "pass",
         "system": "oci",
         "partition": "nps2",
+        "environ": "esi2512_patched",
         "stage": "intra1",
         "setting": "motorbike/small/1x36/standard/block/auto/default/-",
         "timing": "measured",
@@ -133,12 +135,30 @@ def test_foreign_files_and_older_column_sets(tmp_path):
     logs = perflog.read_system(tmp_path / "perflogs" / "oci")
     assert [(r["check"], r["ppn"], r["wall"]) for r in logs.rows] == [("Intra1Run", 8, 3.0)]
     assert logs.notes == [
+        f'{base / "Intra1Run.log.h0"}: no "environ" column; its rows are compared as one '
+        f"environment (log with sitekit's perflog format, site-configs/sitekit/common.py, to "
+        f"tell them apart)",
         f'{base / "Notes.log"}: no header line with a "result" column; file '
-        f"skipped (not a perflog of this suite)"
+        f"skipped (not a perflog of this suite)",
     ]
     assert perflog.read_system(tmp_path / "nothing").notes == [
         f"no perflogs under {tmp_path / 'nothing'}"
     ]
+
+
+def test_a_report_over_perflogs_without_environ_says_so(tmp_path):
+    """Such rows once ended the report in a KeyError (issue 56); now a note says how they
+    were taken."""
+    from topofoam.reporting.build import build
+
+    base = tmp_path / "perflogs" / "oci" / "nps2"
+    base.mkdir(parents=True)
+    (base / "Intra1Run.log").write_text(
+        "job_completion_time|result|ppn|openfoam|wall_value|wall_unit\n"
+        "2026-01-01T00:00:00|pass|8|v2512|3|s\n"
+    )
+    md = build(tmp_path, "oci", images=False, say=lambda _: None).markdown.read_text()
+    assert 'Intra1Run.log: no "environ" column; its rows are compared as one environment' in md
 
 
 @pytest.mark.parametrize(

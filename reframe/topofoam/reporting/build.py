@@ -224,7 +224,7 @@ class Builder:
         # environment's name; every comparison below stays within one environment.
         by_openfoam: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         # Fixtures (case preparation, builds) log no 'openfoam': their environment's does.
-        of_environ = {r["environ"]: r["openfoam"] for r in coll.rows if r.get("openfoam")}
+        of_environ = {r.get("environ"): r["openfoam"] for r in coll.rows if r.get("openfoam")}
         for r in coll.rows:
             environ = r.get("environ") or "?"
             key = (r.get("openfoam") or of_environ.get(environ) or "not logged", environ)

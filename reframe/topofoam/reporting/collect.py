@@ -74,14 +74,17 @@ def _report_cases(reports: Path, system: str, notes: list[str], since: str) -> l
             started = time.strftime(
                 "%Y-%m-%dT%H:%M:%S", time.localtime(float(data["session_info"]["time_start_unix"]))
             )
+            if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+                raise TypeError("runs is not a list of runs")
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             notes.append(f"{path}: not a ReFrame run report; skipped")
             continue
         if started < since:
             continue
         for run in runs:
-            for case in run.get("testcases", []):
-                if case.get("system") == system:
+            testcases = run.get("testcases", [])
+            for case in testcases if isinstance(testcases, list) else []:
+                if isinstance(case, dict) and case.get("system") == system:
                     cases.append(dict(case, _report=path.name, _started=started))
     return cases
 

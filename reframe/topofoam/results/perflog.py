@@ -100,6 +100,13 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
             f"(not a perflog of this suite)"
         )
         return
+    if "environ" not in header:
+        # Every comparison stays within one environment: without the column, the file's rows
+        # are taken as one environment, and the report says so.
+        out.notes.append(
+            f'{path}: no "environ" column; its rows are compared as one environment (log '
+            f"with sitekit's perflog format, site-configs/sitekit/common.py, to tell them apart)"
+        )
     # A performance check's file has value columns; a passed row of it without any value is
     # not a measurement. (Fixtures and builds log rows without values: those are kept.)
     performance = any(key.endswith("_value") for key in header)
