@@ -90,7 +90,7 @@ class EmulatedCluster(SlurmDaemons):
         self.root = Path(root or paths.run_dir() / "cluster").resolve()
         self.subnet = subnet or settings.subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
         self.layout = layout
-        self.ctld_port = port or settings.port("TOPOFOAM_EMU_SLURMCTLD_PORT", 6817)
+        self.ctld_port = port or settings.emu_slurmctld_port()
         self.slurmd_port = self.ctld_port + 1
         tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:4]
         self.bridge = f"tfb{tag}"

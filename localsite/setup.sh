@@ -180,9 +180,21 @@ make_venv()
     echo "$want" >"$stamp"
 }
 
+# The build cache must be a folder this user can write: a file there (or an unwritable
+# place) would otherwise end in mkdir's own error half-way through.
+check_cache()
+{
+    if [ -e "$cache" ] && [ ! -d "$cache" ]; then
+        die "the cache $cache is a file, not a folder -- point TOPOFOAM_CACHE at a folder (unset: ~/.cache/topofoam)"
+    fi
+    mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] \
+        || die "cannot make or write the cache folder $cache -- point TOPOFOAM_CACHE at a writable folder"
+}
+
 main()
 {
     check_platform
+    check_cache
     # Root only when there is system work to do: a set-up machine serves non-root users too.
     if ! packages_installed || ! deb_src_enabled; then
         check_root

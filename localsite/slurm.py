@@ -324,8 +324,9 @@ class LocalSlurm(SlurmDaemons):
         #: purpose (the binding check's positive control): srun accepts --cpu-bind and
         #: binds nothing.
         self.task_plugin = task_plugin
-        self.ctld_port = ctld_port or settings.port("TOPOFOAM_SLURMCTLD_PORT", 6817)
-        self.slurmd_port = slurmd_port or settings.port("TOPOFOAM_SLURMD_PORT", 6818)
+        ports = settings.local_slurm_ports() if not (ctld_port and slurmd_port) else None
+        self.ctld_port = ctld_port or ports[0]
+        self.slurmd_port = slurmd_port or ports[1]
         self.hostname = hostname or socket.gethostname().split(".")[0]
         self.conf = self.root / "slurm.conf"
         self.log_dir = self.root / "log"

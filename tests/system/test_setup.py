@@ -1,7 +1,10 @@
 """localsite/setup.sh: idempotent, and a clear one-line cause when it cannot proceed."""
 
+import os
 import subprocess
 import time
+
+import pytest
 
 from conftest import PYTHON, REPO, foam_env, needs_root
 
@@ -71,6 +74,23 @@ def test_not_root_when_there_is_system_work(tmp_path):
 
 
 @needs_root
+@pytest.mark.parametrize("below", ["", "/sub"])
+def test_a_cache_that_is_a_file_is_one_line(tmp_path, below):
+    taken = tmp_path / "cache"
+    taken.write_text("keep me\n")
+    done = run_setup(env=dict(os.environ, TOPOFOAM_CACHE=f"{taken}{below}"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (
+        f"setup: the cache {taken} is a file, not a folder -- point TOPOFOAM_CACHE at a folder "
+        "(unset: ~/.cache/topofoam)"
+        if not below
+        else f"setup: cannot make or write the cache folder {taken}{below} -- point "
+        "TOPOFOAM_CACHE at a writable folder"
+    )
+    assert taken.read_text() == "keep me\n"
+
+
 def test_no_space_for_the_cache(tmp_path):
     """A cache on a full file system: refused before any download, naming the folder."""
     cache = tmp_path / "cache"

@@ -357,7 +357,17 @@ def test_two_different_rows_of_one_run_are_both_rejected(tmp_path):
         (
             "TOPOFOAM_VALIDATE_REPEATS",
             "2",
-            r"TOPOFOAM_VALIDATE_REPEATS='2' is not a whole number 3 or more",
+            r"TOPOFOAM_VALIDATE_REPEATS='2' is not a whole number 3 to 100",
+        ),
+        (
+            "TOPOFOAM_VALIDATE_REPEATS",
+            "100000",
+            r"TOPOFOAM_VALIDATE_REPEATS='100000' is not a whole number 3 to 100",
+        ),
+        (
+            "TOPOFOAM_EMU_SLURMCTLD_PORT",
+            "65535",
+            r"TOPOFOAM_EMU_SLURMCTLD_PORT='65535' is not a whole number 1 to 65534",
         ),
         (
             "TOPOFOAM_SLURMCTLD_PORT",
@@ -384,6 +394,17 @@ def test_two_different_rows_of_one_run_are_both_rejected(tmp_path):
 def test_a_setting_outside_its_domain_is_refused_not_ignored(name, value, pattern):
     env = dict(os.environ, **{name: value})
     one_line(run_tool("localsite.cli", "run", env=env), 2, "^bench: " + pattern)
+
+
+@pytest.mark.parametrize("verb", [["run"], ["slurm", "start"]])
+def test_one_port_for_both_slurm_daemons_is_refused(verb):
+    env = dict(os.environ, TOPOFOAM_SLURMCTLD_PORT="7000", TOPOFOAM_SLURMD_PORT="7000")
+    one_line(
+        run_tool("localsite.cli", *verb, env=env),
+        2,
+        r"^bench: TOPOFOAM_SLURMCTLD_PORT and TOPOFOAM_SLURMD_PORT are both 7000: slurmctld and "
+        r"slurmd cannot listen on one port -- give them two",
+    )
 
 
 def reframe(*args: str, env: dict) -> subprocess.CompletedProcess:

@@ -49,9 +49,28 @@ def whole(name: str, default: int, least: int = 1, most: int | None = None) -> i
     return int(text)
 
 
-def port(name: str, default: int) -> int:
+def port(name: str, default: int, most: int = 65535) -> int:
     """A TCP port a daemon of ours can listen on (unprivileged ports are allowed too)."""
-    return whole(name, default, 1, 65535)
+    return whole(name, default, 1, most)
+
+
+def local_slurm_ports() -> tuple[int, int]:
+    """TOPOFOAM_SLURMCTLD_PORT and TOPOFOAM_SLURMD_PORT: the local Slurm's two daemons,
+    which cannot share a port."""
+    ctld = port("TOPOFOAM_SLURMCTLD_PORT", 6817)
+    slurmd = port("TOPOFOAM_SLURMD_PORT", 6818)
+    if ctld == slurmd:
+        raise SettingError(
+            f"TOPOFOAM_SLURMCTLD_PORT and TOPOFOAM_SLURMD_PORT are both {ctld}: slurmctld and "
+            f"slurmd cannot listen on one port -- give them two (or unset them: 6817, 6818)"
+        )
+    return ctld, slurmd
+
+
+def emu_slurmctld_port() -> int:
+    """TOPOFOAM_EMU_SLURMCTLD_PORT: the emulated cluster's slurmctld; its slurmd listens on
+    the next port, so 65534 at most."""
+    return port("TOPOFOAM_EMU_SLURMCTLD_PORT", 6817, most=65534)
 
 
 def subnet(name: str, default: str) -> str:
@@ -87,8 +106,10 @@ def repeats() -> int:
 
 def validate_repeats(default: int) -> int:
     """TOPOFOAM_VALIDATE_REPEATS: repeats of each validation measurement on the local site
-    (``default``: the suite's). 3 at least: the judgement's confidence interval needs them."""
-    return whole("TOPOFOAM_VALIDATE_REPEATS", default, least=3)
+    (``default``: the suite's). 3 at least: the judgement's confidence interval needs them;
+    100 at most: each repeat is a test case of its own (100 make a session of hours here, and
+    100,000 a listing that never ends)."""
+    return whole("TOPOFOAM_VALIDATE_REPEATS", default, least=3, most=100)
 
 
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
@@ -131,12 +152,8 @@ def check_all() -> None:
     from topofoam.config import sweepspace  # the suite's count is the validation's own
 
     validate_repeats(sweepspace.VALIDATE_REPEATS)
-    for name, default in (
-        ("TOPOFOAM_SLURMCTLD_PORT", 6817),
-        ("TOPOFOAM_SLURMD_PORT", 6818),
-        ("TOPOFOAM_EMU_SLURMCTLD_PORT", 6817),
-    ):
-        port(name, default)
+    local_slurm_ports()
+    emu_slurmctld_port()
     subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
     emu_links()
     from topofoam.config import fabric  # it reads its table through this module
