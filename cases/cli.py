@@ -23,7 +23,7 @@ from pathlib import Path
 from cases import run as runner
 from cases.catalog import CASES
 from cases.errors import CaseError
-from cases.prepare import Request, prepare, progress_to_stderr
+from cases.prepare import MAX_STEPS, Request, prepare, progress_to_stderr, too_many_steps
 from cases.sizes import background_cells, get_case, resolve
 
 
@@ -144,6 +144,8 @@ def cmd_run(args) -> int:
     for option, value in (("subdomains", args.n), ("steps", args.steps)):
         if value is not None and value < 1:
             raise CaseError(f"{option} must be at least 1, not {value}")
+    if args.steps is not None and args.steps > MAX_STEPS:
+        raise CaseError(too_many_steps(args.steps))
     if args.write_interval is not None and args.write_interval < 1:
         raise CaseError(f"write interval must be at least 1 step, not {args.write_interval}")
     env = openfoam_env()

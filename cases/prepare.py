@@ -188,6 +188,18 @@ def damaged(folder: Path) -> str | None:
     return contents.damaged(folder, folder / MANIFEST)
 
 
+#: OpenFOAM's time index is a label (32 bits in every build the suite runs): more steps
+#: overflow it, and blockMesh dies of a floating-point exception before a step is run.
+MAX_STEPS = 2**31 - 1
+
+
+def too_many_steps(steps: int) -> str:
+    return (
+        f"steps must be at most {MAX_STEPS:,} (OpenFOAM counts time steps in a 32-bit label), "
+        f"not {steps:,}"
+    )
+
+
 def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
     if request.method not in METHODS:
         raise CaseError(
@@ -206,6 +218,8 @@ def _check_request(case: Case, resolved: Resolved, request: Request) -> None:
             )
     if request.steps is not None and request.steps < 1:
         raise CaseError(f"steps must be at least 1, not {request.steps}")
+    if request.steps is not None and request.steps > MAX_STEPS:
+        raise CaseError(too_many_steps(request.steps))
     if request.write_interval is not None and request.write_interval < 1:
         raise CaseError(f"write interval must be at least 1 step, not {request.write_interval}")
 

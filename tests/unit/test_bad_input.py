@@ -500,9 +500,15 @@ def test_references_and_p2p_inputs(tmp_path):
         (["prepare", "pitzDaily", "--size", "huge"], r"unknown size 'huge' for pitzDaily"),
         (["prepare", "pitzDaily", "-n", "0"], r"subdomains must be at least 1, not 0"),
         (["prepare", "pitzDaily", "--steps", "0"], r"steps must be at least 1, not 0"),
+        (
+            ["prepare", "pitzDaily", "--steps", "99999999999"],
+            r"steps must be at most 2,147,483,647 \(OpenFOAM counts time steps in a 32-bit "
+            r"label\), not 99,999,999,999$",
+        ),
+        (["run", "pitzDaily", "--steps", "2147483648"], r"steps must be at most 2,147,483,647"),
         (["prepare", "pitzDaily", "--size", "100"], r"pitzDaily cannot be made with 100 cells"),
     ],
-    ids=["case", "size", "subdomains", "steps", "cells"],
+    ids=["case", "size", "subdomains", "steps", "steps-label", "run-steps-label", "cells"],
 )
 def test_cases_requests(args, pattern):
     env = dict(os.environ, WM_PROJECT_DIR="/usr/share/openfoam")
