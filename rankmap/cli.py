@@ -30,9 +30,6 @@ from rankmap import analysis, graph, mapping, outputs, scheduledict, topology
 from rankmap.errors import InputError
 from rankmap.schedule import hierarchical
 
-#: The largest grid graph: 32 times the 131,072 ranks rankmap's bench places (a few GiB).
-MAX_GRID_RANKS = 1 << 22
-
 
 def load_graph(spec: str) -> graph.CommGraph:
     m = re.fullmatch(r"grid:(\d+)x(\d+)(?:x(\d+))?", spec)
@@ -43,9 +40,9 @@ def load_graph(spec: str) -> graph.CommGraph:
                 f"{spec}: every dimension of a grid must be at least 1 -- e.g. grid:4x4x2"
             )
         ranks = dims[0] * dims[1] * dims[2]
-        if ranks > MAX_GRID_RANKS:
+        if ranks > graph.MAX_RANKS:
             raise InputError(
-                f"{spec} has {ranks:,} ranks, more than the {MAX_GRID_RANKS:,} a grid may have "
+                f"{spec} has {ranks:,} ranks, more than the {graph.MAX_RANKS:,} a grid may have "
                 f"-- give a smaller grid"
             )
         return graph.grid(*dims)

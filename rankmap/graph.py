@@ -262,6 +262,12 @@ def write_edges(graph: CommGraph, path: Path) -> Path:
     return Path(path)
 
 
+#: The most ranks a graph may have: 32 times the 131,072 ranks rankmap's bench places (its
+#: arrays a few GiB). A header that claims more (an edited or damaged file) is refused
+#: before anything is allocated for it.
+MAX_RANKS = 1 << 22
+
+
 def read_edges(path: Path) -> CommGraph:
     """An edge list written by ``write_edges``."""
     path = Path(path)
@@ -276,6 +282,11 @@ def read_edges(path: Path) -> CommGraph:
             f"'# ranks N; ...' and '{EDGES_HEADER}') -- write it again with that command"
         )
     n = int(head.group(1))
+    if not 1 <= n <= MAX_RANKS:
+        raise InputError(
+            f"{path} declares {n:,} ranks ('# ranks {n};'), outside 1 to {MAX_RANKS:,} -- "
+            f"write it again with 'python -m rankmap graph'"
+        )
     u, v, w = [], [], []
     for number, line in enumerate(lines[2:], start=3):
         try:

@@ -8,6 +8,7 @@ are assumed to be the same (a homogeneous partition); hostnames come from Slurm 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -172,13 +173,41 @@ def _check_homogeneous(node: Node) -> None:
         )
 
 
+#: The most hardware threads a synthetic node may have: 64 times VSC-5's 256. hwloc builds
+#: every object of a description: 64 x 64 x 256 (a million) ran lstopo for minutes and crashed.
+MAX_SYNTHETIC_PUS = 16384
+
+
+def _synthetic_pus(description: str) -> int:
+    """The objects at the bottom of a synthetic description: the product of its arities
+    ('pack:2 numa:8 core:8 pu:1' -> 128); attributes in parentheses are left out."""
+    total = 1
+    for count in re.findall(r":(\d+)", re.sub(r"\([^)]*\)", "", description)):
+        total *= int(count)
+    return total
+
+
 def from_synthetic(description: str) -> Node:
     """A node from an hwloc synthetic description, e.g. 'pack:2 numa:8 core:8 pu:1'."""
-    done = subprocess.run(
-        ["lstopo-no-graphics", "--input", description, "--of", "xml", "-"],
-        capture_output=True,
-        text=True,
-    )
+    pus = _synthetic_pus(description)
+    if pus > MAX_SYNTHETIC_PUS:
+        raise InputError(
+            f"the synthetic description '{description}' makes a node of {pus:,} hardware "
+            f"threads, more than {MAX_SYNTHETIC_PUS:,} -- describe one node of the machine, "
+            f"e.g. 'pack:2 numa:8 core:8 pu:1'"
+        )
+    try:
+        done = subprocess.run(
+            ["lstopo-no-graphics", "--input", description, "--of", "xml", "-"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        raise InputError(
+            f"hwloc did not build the synthetic description '{description}' in 120 s -- "
+            f"describe one node of the machine, e.g. 'pack:2 numa:8 core:8 pu:1'"
+        ) from None
     if done.returncode != 0:
         why = " ".join(done.stderr.split()) or f"lstopo exited with {done.returncode}"
         raise InputError(

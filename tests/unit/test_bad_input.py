@@ -226,6 +226,11 @@ def test_damaged_hwloc_topologies(tmp_path, text, pattern):
     [
         ("vsc6", r"unknown topology 'vsc6' -- give a preset"),
         ("pack:2 nonsense:3", r"hwloc rejects the synthetic description"),
+        (
+            "pack:64 numa:64 core:256",
+            r"'pack:64 numa:64 core:256' makes a node of 1,048,576 hardware threads, more than "
+            r"16,384 -- describe one node",
+        ),
         (str(Path("/nonexistent/node.xml")), r"cannot read topology file .* -- write one with"),
     ],
 )

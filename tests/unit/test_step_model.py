@@ -240,6 +240,9 @@ def test_an_edge_list_keeps_the_graph(tmp_path):
         ("# ranks 2; x\nrank,neighbour,faces\n0,one,4\n", "g.csv:3"),
         ("# ranks 2; x\nrank,neighbour,faces\n0,2,4\n", "outside 0-1"),
         ("# ranks 2; x\nrank,neighbour,faces\n1,1,4\n", "one rank twice"),
+        # a header claiming billions: refused before anything is allocated for them
+        ("# ranks 99999999999; x\nrank,neighbour,faces\n0,1,4\n", "99,999,999,999 ranks"),
+        ("# ranks 0; x\nrank,neighbour,faces\n", "declares 0 ranks"),
     ],
 )
 def test_a_bad_edge_list_names_the_line_and_the_fix(tmp_path, text, expect):
