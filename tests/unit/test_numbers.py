@@ -481,6 +481,22 @@ def test_a_tuning_file_with_a_malformed_inter_node_preset(tmp_path):
     assert "ucx_inter {'two': 'auto'} is not an object keyed by node count" in text
 
 
+def test_another_systems_tuning_file_is_refused_not_ignored(tmp_path):
+    """OCI's tuning file given to VSC-5: its settings would have been silently ignored."""
+    oci = tmp_path / "oci-tuning.json"
+    oci.write_text(json.dumps({"nps2": {"ppn": 36}}))
+    env = dict(os.environ, TOPOFOAM_TUNING=str(oci))
+    done = reframe(
+        "-C", "site-configs/vsc5.py", "--system", "vsc5", "-c", "reframe/sweep.py", "-l", env=env
+    )
+    text = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in text
+    assert (
+        f"TOPOFOAM_TUNING={oci} holds partition(s) nps2, which vsc5 does not have (its: "
+        "zen3_0512) -- give vsc5's own tuning file, or unset TOPOFOAM_TUNING"
+    ) in text
+
+
 def test_a_truncated_source_archive_leaves_no_cache_entry(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()

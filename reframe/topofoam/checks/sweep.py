@@ -54,8 +54,16 @@ def tuning() -> dict:
     """The best settings so far, per partition name, from $TOPOFOAM_TUNING (or {}); read once:
     every test of a listing asks, per partition. A file that cannot be used stops the listing
     with one line (a check that silently drops its tests would be worse)."""
+    path = os.environ.get("TOPOFOAM_TUNING")
     try:
-        return sweepspace.read_tuning(os.environ.get("TOPOFOAM_TUNING"))
+        found = sweepspace.read_tuning(path)
+        try:
+            system = runtime().system
+        except Exception:  # imported outside a ReFrame run (documentation, linters)
+            return found
+        names = [p.name for p in system.partitions]
+        sweepspace.check_tuning_partitions(found, path, system.name, names)
+        return found
     except SweepError as e:
         sys.exit(str(e))
 

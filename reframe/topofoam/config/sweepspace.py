@@ -61,6 +61,19 @@ def read_tuning(path: str | None) -> dict:
     return data
 
 
+def check_tuning_partitions(tuning: dict, path: str, system: str, names: list[str]) -> None:
+    """A tuning file is one system's (python -m topofoam.results.tuning writes the partitions
+    it ran): partitions the system lacks mean another system's file, whose settings would
+    otherwise be silently ignored."""
+    foreign = sorted(set(tuning) - set(names))
+    if foreign:
+        raise SweepError(
+            f"TOPOFOAM_TUNING={path} holds partition(s) {', '.join(foreign)}, which {system} "
+            f"does not have (its: {', '.join(names) or 'none'}) -- give {system}'s own tuning "
+            f"file, or unset TOPOFOAM_TUNING"
+        )
+
+
 class Settings:
     """What a stage does not sweep, on one partition: the tuning file's best, else the
     defaults (the most processes per node, block placement, first preset of each list)."""
