@@ -484,18 +484,37 @@ def with_openfoam(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # A SIGTERM is a Ctrl-C here: the SCOTCH build below, and the module's own clean-up.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        if which == "v1912":
-            env = openfoam.run_env()
-        else:
-            env = flavours.run_env(flavours.get(which))
-    except (openfoam.BuildError, flavours.BuildError) as e:
-        raise SystemExit(f"bench: {e}") from None
-    if os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    cmd = [sys.executable, "-m", args.module, *args.module_args]
-    return subprocess.run(cmd, env=env).returncode
+        try:
+            if which == "v1912":
+                env = openfoam.run_env()
+            else:
+                env = flavours.run_env(flavours.get(which))
+        except (openfoam.BuildError, flavours.BuildError) as e:
+            raise SystemExit(f"bench: {e}") from None
+        except KeyboardInterrupt:  # build-openfoam.sh removes its unfinished folder
+            print("bench: interrupted; no unfinished build was kept", file=sys.stderr)
+            return 130
+        if os.geteuid() == 0:
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        cmd = [sys.executable, "-m", args.module, *args.module_args]
+        return _wait_passing_stops(subprocess.Popen(cmd, env=env))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _wait_passing_stops(child: subprocess.Popen) -> int:
+    """The child's exit status. A Ctrl-C reaches it too (one process group) and a SIGTERM
+    is passed on: it cleans up and says so itself (its 130), with no traceback here."""
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
 
 
 def build_command(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or args[0] not in TARGETS:
         print(f"usage: python -m localsite.openfoam {{{','.join(TARGETS)}}}", file=sys.stderr)
         return 2
+    # A SIGTERM stops it as Ctrl-C does: the unfinished build is removed, one line, 130.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         print(ensure_built(args[0]))
     except BuildError as e:

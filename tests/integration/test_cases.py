@@ -15,6 +15,7 @@ import pytest
 from cases import CASES, CaseError, Request, background_cells, catalog, prepare, resolve
 from cases.run import run
 from conftest import PYTHON, REPO, foam_env
+from topofoam import paths
 
 
 def cases_cli(*args, env=None, timeout=900):
@@ -307,10 +308,25 @@ def test_debians_stub_scotch_is_named_not_a_failed_decomposition(tmp_path):
     ), done.stderr
 
 
-def test_an_interrupted_preparation_exits_130_and_keeps_nothing(tmp_path):
-    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path))
+@pytest.mark.parametrize(
+    "command, stop",
+    [
+        (["cases"], "SIGINT"),
+        (["cases"], "SIGTERM"),
+        (["localsite.cli", "cases"], "SIGINT"),  # ./bench cases: Ctrl-C reaches both
+        (["localsite.cli", "cases"], "SIGTERM"),  # a SIGTERM to ./bench is passed on
+    ],
+    ids=["cases-ctrl-c", "cases-sigterm", "bench-ctrl-c", "bench-sigterm"],
+)
+def test_an_interrupted_preparation_exits_130_and_keeps_nothing(tmp_path, command, stop):
+    if command[0] == "cases":
+        env, cases = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path)), tmp_path / "cases"
+    else:  # ./bench cases needs the machine's cache (its OpenFOAM source, SCOTCH library)
+        env, cases = dict(os.environ), paths.cache_dir() / "cases"
+    before = {p.name for p in cases.iterdir()} if cases.is_dir() else set()
+    steps = str(1000 + time.time_ns() % 100000)  # a case no earlier run has cached
     proc = subprocess.Popen(
-        [PYTHON, "-m", "cases", "prepare", "cavity3D", "--size", "small"],
+        [PYTHON, "-m", *command, "prepare", "cavity3D", "--size", "small", "--steps", steps],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -321,17 +337,20 @@ def test_an_interrupted_preparation_exits_130_and_keeps_nothing(tmp_path):
         # would inherit that: Ctrl-C as a terminal delivers it needs the default disposition.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    for line in proc.stderr:  # wait until the mesher runs, then press Ctrl-C (the group)
+    for line in proc.stderr:  # wait until the mesher runs, then stop it
         if "meshing" in line:
             break
     time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)
+    if stop == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
+    else:
+        os.kill(proc.pid, signal.SIGTERM)  # kill, or a batch system: the first process only
     rest = proc.stderr.read()
-    assert proc.wait(timeout=120) == 130
-    assert "Traceback" not in rest
+    assert proc.wait(timeout=120) == 130, rest
+    assert "Traceback" not in rest, rest
     assert rest.strip().splitlines()[-1] == "cases: interrupted; no unfinished case was kept"
-    left = [p.name for p in (tmp_path / "cases").iterdir() if not p.name.endswith(".lock")]
-    assert left == [], left
+    left = {p.name for p in cases.iterdir() if not p.name.endswith(".lock")} - before
+    assert left == set(), left
 
 
 def test_a_damaged_build_is_built_again(tmp_path):
@@ -386,3 +405,35 @@ def test_a_run_request_no_case_can_take_is_refused_once():
         "",
         "cases: subdomains must be at least 1, not 0\n",
     )
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_scotch_build_exits_130_and_keeps_nothing(tmp_path, stop):
+    """./bench cases builds the real SCOTCH library first where it is missing: stopped
+    then, one line and 130, and no unfinished build left (a cache of its own, sharing the
+    machine's OpenFOAM source)."""
+    (tmp_path / "src").symlink_to(paths.cache_dir() / "src")
+    env = dict(os.environ, TOPOFOAM_CACHE=str(tmp_path))
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "localsite.cli", "cases", "list"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    for line in proc.stdout:  # wait until the build compiles, then stop it
+        if "build-openfoam: lnInclude" in line:
+            break
+    if stop == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=120) == 130, rest
+    assert "Traceback" not in rest, rest
+    assert rest.strip().splitlines()[-1] == "bench: interrupted; no unfinished build was kept"
+    built = tmp_path / "openfoam"
+    assert not built.exists() or [p.name for p in built.iterdir()] == [], list(built.iterdir())
