@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -487,8 +488,21 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
         raise CaseError(f"meshing: {geometry} is missing{where} -- {fix}")
     surface = work / "constant" / "triSurface" / "motorBike.obj"
     surface.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(geometry, "rb") as src, open(surface, "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    try:
+        with gzip.open(geometry, "rb") as src, open(surface, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except (OSError, EOFError, zlib.error) as e:  # gzip's own errors are OSError or EOFError
+        setting = _tutorials_setting(env)
+        fix = (
+            f"point {setting} at intact OpenFOAM tutorials"
+            if setting
+            else "reinstall the OpenFOAM tutorials (Debian: apt-get install --reinstall "
+            "openfoam-examples)"
+        )
+        raise CaseError(
+            f"meshing: {geometry} cannot be read as gzip ({type(e).__name__}: {e}; truncated "
+            f"or damaged?) -- {fix}"
+        ) from None
     tool = flavour.surface_features(work, flavour.of_environment(env))
     _run(tool, [], work, env, "extracting surface features")
     _run("blockMesh", [], work, env, "meshing (background)")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cases import CASES, CaseError, Request, background_cells, catalog, prepare, resolve
+from cases.prepare import tutorials_dir
 from cases.run import run
 from conftest import PYTHON, REPO, foam_env
 from topofoam import paths
@@ -266,6 +267,24 @@ def test_missing_motorbike_geometry_names_the_setting_used(tmp_path, setting):
         f"cases: meshing: {tmp_path}/none/resources/geometry/motorBike.obj.gz is missing "
         f"({setting}={tmp_path}/none) -- point {setting} at the OpenFOAM tutorials, or unset it"
     )
+
+
+def test_a_truncated_motorbike_geometry_is_named_with_the_fix(tmp_path):
+    """The real geometry cut short (as a broken download or a full disk leaves it): one line
+    naming the file, not a traceback from gzip."""
+    real = Path(tutorials_dir(foam_env())) / "resources" / "geometry" / "motorBike.obj.gz"
+    geometry = tmp_path / "tut" / "resources" / "geometry" / "motorBike.obj.gz"
+    geometry.parent.mkdir(parents=True)
+    geometry.write_bytes(real.read_bytes()[: real.stat().st_size // 2])
+    env = dict(foam_env(), TOPOFOAM_CACHE=str(tmp_path / "cache"))
+    env["TOPOFOAM_TUTORIALS"] = str(tmp_path / "tut")
+    done = cases_cli("prepare", "motorbike", env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert re.fullmatch(
+        rf"cases: meshing: {re.escape(str(geometry))} cannot be read as gzip \(EOFError: .*; "
+        r"truncated or damaged\?\) -- point TOPOFOAM_TUTORIALS at intact OpenFOAM tutorials",
+        done.stderr.splitlines()[-1],
+    ), done.stderr[-1000:]
 
 
 # --- the log checks themselves ----------------------------------------------------------------
