@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, REPO
+from conftest import PYTHON, REPO, one_line
 
 REFRAME = str(Path(PYTHON).parent / "reframe")
 
@@ -280,11 +280,22 @@ def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     rows = {ln.split()[0]: ln.split()[1:] for ln in done.stdout.splitlines()[1:]}
-    assert rows["Intra2Run"] == ["100", "1", "100.0", "0"]
-    assert rows["Intra2Reference"] == ["2", "1", "2.0", "0"]
-    assert rows["Intra2Case"] == ["2", "1", "4.0", "0"]
-    assert rows["PatchedOpenFOAMBuild"] == ["0", "0", "0.0", "2"]
-    assert rows["total"] == ["104", "1", "106.0", "2"]
+    # jobs, most nodes, node-hours at most, local jobs, node-hours expected: OCI ran nothing
+    # here, so every job is expected to take its time limit, and the plan says so
+    assert rows["Intra2Run"] == ["100", "1", "100.0", "0", "100.0"]
+    assert rows["Intra2Reference"] == ["2", "1", "2.0", "0", "2.0"]
+    assert rows["Intra2Case"] == ["2", "1", "4.0", "0", "4.0"]
+    assert rows["PatchedOpenFOAMBuild"] == ["0", "0", "0.0", "2", "0.0"]
+    assert rows["total"] == ["104", "1", "106.0", "2", "106.0"]
+    assert "plan: expected 106.0 node-hours: 0 of 104 jobs priced by a measured run" in done.stdout
+    # A budget below the expected cost refuses the selection, naming its largest check.
+    over = subprocess.run(
+        [PYTHON, "-m", "topofoam.prediction.plan", "-C", "site-configs/oci.py", "--system",
+         "oci", "-t", "intra2", "--budget", "100"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    one_line(over, 2, r"^plan: the selection is expected to cost 106\.0 node-hours, over the "
+             r"budget of 100 -- narrow it .*; its largest checks: Intra2Run 100\.0,")  # fmt: skip
 
 
 def test_a_bad_preset_name_is_named_with_the_fix(tmp_path):
@@ -519,9 +530,10 @@ def test_the_whole_site_plan(site, tmp_path):
         if ln.split() and not ln.startswith("plan:")
     }
     for stage, check in STAGE_CHECKS.items():
-        jobs, most_nodes, node_hours, local = rows[check]
+        jobs, most_nodes, node_hours, local, expected = rows[check]
         assert (jobs, local) == (EXPECTED[site][stage], 0), (stage, rows[check])
         assert most_nodes >= 1 and node_hours > 0
+        assert expected == node_hours  # nothing ran: every job at its time limit
     total = rows.pop("total")
     assert total[0] == sum(r[0] for r in rows.values())
     assert total[2] == pytest.approx(sum(r[2] for r in rows.values()), abs=0.1 * len(rows))

@@ -4,19 +4,27 @@
 
 runs ``reframe -c reframe --dry-run`` with the options given, into a scratch results folder:
 ReFrame writes every job script the selection makes and submits none. From those scripts it
-prints, per check, the number of batch jobs, the nodes they ask for and the node-hours they
-may spend at most (nodes x time limit), and the total; jobs that run on the login node
-(builds, ``local`` fixtures) are counted apart.
+prints, per check, the number of batch jobs, the nodes they ask for, the node-hours they
+may spend at most (nodes x time limit) and the node-hours they are expected to spend, and the
+totals; jobs that run on the login node (builds, ``local`` fixtures) are counted apart.
+
+The expected node-hours of a job are its nodes times the run time ReFrame measured for the
+same test on the same partition in this site's earlier runs (its run reports under
+results/reframe/reports), else the median of that check's measured runs there, else its time
+limit; the plan says how many jobs each figure came from. ``--budget NODE_HOURS`` refuses a
+selection whose expected cost is above it, naming its largest checks.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
 import runpy
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +42,7 @@ class Job:
     partition: str
     nodes: int  # 0: not a batch job (runs where ReFrame runs)
     hours: float  # time limit
+    name: str = ""  # the test's unique name (its stage folder)
 
     @property
     def node_hours(self) -> float:
@@ -51,17 +60,77 @@ def read_job(script: Path) -> Job:
     """The job of one generated rfm_job.sh (its folder: stage/<system>/<partition>/...)."""
     text = script.read_text()
     sbatch = dict(re.findall(r"^#SBATCH --([\w-]+)(?:=(.*))?$", text, re.M))
-    check = re.sub(r"_[0-9a-f]{8}$", "", script.parent.name)
+    name = script.parent.name
+    check = re.sub(r"_[0-9a-f]{8}$", "", name)
     partition = script.parts[-4]
     if not sbatch:
-        return Job(check, partition, 0, 0.0)
+        return Job(check, partition, 0, 0.0, name)
     if "nodes" in sbatch:
         nodes = int(sbatch["nodes"].split("-")[0])
     else:
         ntasks = int(sbatch.get("ntasks", 1))
         nodes = math.ceil(ntasks / int(sbatch.get("ntasks-per-node", ntasks)))
     hours = _time_hours(sbatch["time"]) if "time" in sbatch else 0.0
-    return Job(check, partition, nodes, hours)
+    return Job(check, partition, nodes, hours, name)
+
+
+def measured_hours(results: Path, system: str) -> dict[tuple[str, str], list[float]]:
+    """Run times (hours) of passed test cases of ``system`` in its run reports, keyed by
+    (unique name, partition) and by (check, partition). Unreadable reports are left out: an
+    estimate falls back to the time limit, never fails the plan."""
+    found: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for path in sorted((results / "reframe" / "reports").glob("*.json")):
+        try:
+            runs = json.loads(path.read_text())["runs"]
+            cases = [c for run in runs for c in run["testcases"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for case in cases:
+            if not isinstance(case, dict) or case.get("system") != system:
+                continue
+            seconds = case.get("time_run")
+            if case.get("result") != "pass" or not isinstance(seconds, int | float):
+                continue
+            if not math.isfinite(seconds) or seconds <= 0:
+                continue
+            name = str(case.get("unique_name", ""))
+            partition = str(case.get("partition", ""))
+            found[name, partition].append(seconds / 3600)
+            found[re.sub(r"_[0-9a-f]{8}$", "", name), partition].append(seconds / 3600)
+    return found
+
+
+@dataclass
+class Expected:
+    node_hours: dict[str, float]  # per check
+    from_test: int  # jobs priced by a measured run of the same test
+    from_check: int  # by the median of their check's measured runs
+    at_limit: int  # by their time limit
+
+    @property
+    def total(self) -> float:
+        return sum(self.node_hours.values())
+
+
+def expected(jobs: list[Job], measured: dict[tuple[str, str], list[float]]) -> Expected:
+    """The node-hours each check's batch jobs are expected to spend (see the module's doc)."""
+    out = Expected(defaultdict(float), 0, 0, 0)
+    for job in jobs:
+        if not job.nodes:
+            continue
+        same, alike = (
+            measured.get((job.name, job.partition)),
+            measured.get((job.check, job.partition)),
+        )
+        if same:
+            hours, out.from_test = statistics.median(same), out.from_test + 1
+        elif alike:
+            hours, out.from_check = statistics.median(alike), out.from_check + 1
+        else:
+            hours, out.at_limit = job.hours, out.at_limit + 1
+        # A job cannot run past its limit (Slurm ends it there).
+        out.node_hours[job.check] += job.nodes * (min(hours, job.hours) if job.hours else hours)
+    return out
 
 
 def _reframe() -> str:
@@ -119,7 +188,7 @@ def dry_run(reframe_args: list[str], scratch: Path) -> list[Job]:
     return [read_job(p) for p in sorted(scratch.glob("reframe/stage/*/*/*/*/rfm_job.sh"))]
 
 
-def table(jobs: list[Job]) -> str:
+def table(jobs: list[Job], expect: Expected) -> str:
     rows = defaultdict(lambda: [0, 0, 0.0, 0])
     for job in jobs:
         row = rows[job.check]
@@ -129,15 +198,56 @@ def table(jobs: list[Job]) -> str:
             row[2] += job.node_hours
         else:
             row[3] += 1
-    lines = [f"{'check':<28} {'jobs':>5} {'max nodes':>9} {'node-hours (max)':>16} {'local':>5}"]
+    lines = [
+        f"{'check':<28} {'jobs':>5} {'max nodes':>9} {'node-hours (max)':>16} {'local':>5} "
+        f"{'node-hours (expected)':>21}"
+    ]
     for check, (n, most, nh, local) in sorted(rows.items()):
-        lines.append(f"{check:<28} {n:>5} {most:>9} {nh:>16.1f} {local:>5}")
+        lines.append(
+            f"{check:<28} {n:>5} {most:>9} {nh:>16.1f} {local:>5} "
+            f"{expect.node_hours.get(check, 0.0):>21.1f}"
+        )
     batch = [j for j in jobs if j.nodes]
     lines.append(
         f"{'total':<28} {len(batch):>5} {max((j.nodes for j in batch), default=0):>9} "
-        f"{sum(j.node_hours for j in batch):>16.1f} {len(jobs) - len(batch):>5}"
+        f"{sum(j.node_hours for j in batch):>16.1f} {len(jobs) - len(batch):>5} "
+        f"{expect.total:>21.1f}"
     )
     return "\n".join(lines)
+
+
+def expected_line(expect: Expected, results: Path) -> str:
+    """What the expected figure rests on, in one line."""
+    batch = expect.from_test + expect.from_check + expect.at_limit
+    return (
+        f"plan: expected {expect.total:.1f} node-hours: {expect.from_test} of {batch} jobs "
+        f"priced by a measured run of the same test, {expect.from_check} by their check's "
+        f"measured runs, {expect.at_limit} at their time limit (measured: run reports in "
+        f"{results / 'reframe' / 'reports'})"
+    )
+
+
+def over_budget(expect: Expected, budget: float) -> str | None:
+    """The refusal of a selection above ``budget`` node-hours, naming its largest checks."""
+    if expect.total <= budget:
+        return None
+    largest = sorted(expect.node_hours.items(), key=lambda kv: -kv[1])[:3]
+    named = ", ".join(f"{check} {hours:.1f}" for check, hours in largest)
+    return (
+        f"plan: the selection is expected to cost {expect.total:.1f} node-hours, over the "
+        f"budget of {budget:g} -- narrow it (-t, -n, -x NAME, --system SYSTEM:PARTITION); "
+        f"its largest checks: {named}"
+    )
+
+
+def _node_hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of node-hours above 0")
+    return value
 
 
 def _option(args: list[str], *names: str) -> str | None:
@@ -191,7 +301,13 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0],
         epilog="Every other option goes to reframe as it is (-C, -t, -n, -S, --system ...).",
     )
-    _, rest = parser.parse_known_args(argv)
+    parser.add_argument(
+        "--budget",
+        type=_node_hours,
+        metavar="NODE_HOURS",
+        help="refuse a selection expected to cost more node-hours than this",
+    )
+    known, rest = parser.parse_known_args(argv)
     config = _option(rest, "-C", "--config-file")
     if config is None:
         print(
@@ -216,9 +332,17 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
+    expect = expected(jobs, measured_hours(results_dir(), system))
     print(f"plan: {system}, from {config}")
-    print(table(jobs))
+    print(table(jobs, expect))
+    print(expected_line(expect, results_dir()))
     print(f"plan: {len(jobs)} jobs planned in {time.monotonic() - began:.1f} s")
+    if known.budget is not None:
+        refused = over_budget(expect, known.budget)
+        if refused:
+            print(refused, file=sys.stderr)
+            return 2
+        print(f"plan: within the budget of {known.budget:g} node-hours")
     began = time.monotonic()
     for line in model_lines(config, system):
         print(f"plan: model: {line}")
