@@ -327,6 +327,36 @@ def test_debians_stub_scotch_is_named_not_a_failed_decomposition(tmp_path):
     ), done.stderr
 
 
+def stopped_midway(command: list[str], env: dict, cue: str, stop: str) -> str:
+    """Run ``command`` until its output shows ``cue``, then stop it as Ctrl-C does (SIGINT
+    to its process group, as a terminal does) or as kill or a batch system does (SIGTERM to
+    the first process only). Asserts exit 130 and no traceback; returns the output after it."""
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        # A test run started in the background (nohup ... &) ignores SIGINT, and the child
+        # would inherit that: Ctrl-C as a terminal delivers it needs the default disposition.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    for line in proc.stdout:
+        if cue in line:
+            break
+    time.sleep(0.5)
+    if stop == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGTERM)
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=120) == 130, rest
+    assert "Traceback" not in rest, rest
+    return rest
+
+
 @pytest.mark.parametrize(
     "command, stop",
     [
@@ -344,29 +374,12 @@ def test_an_interrupted_preparation_exits_130_and_keeps_nothing(tmp_path, comman
         env, cases = dict(os.environ), paths.cache_dir() / "cases"
     before = {p.name for p in cases.iterdir()} if cases.is_dir() else set()
     steps = str(1000 + time.time_ns() % 100000)  # a case no earlier run has cached
-    proc = subprocess.Popen(
+    rest = stopped_midway(
         [PYTHON, "-m", *command, "prepare", "cavity3D", "--size", "small", "--steps", steps],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        # A test run started in the background (nohup ... &) ignores SIGINT, and the child
-        # would inherit that: Ctrl-C as a terminal delivers it needs the default disposition.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        env,
+        "meshing",
+        stop,
     )
-    for line in proc.stderr:  # wait until the mesher runs, then stop it
-        if "meshing" in line:
-            break
-    time.sleep(0.5)
-    if stop == "SIGINT":
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole group
-    else:
-        os.kill(proc.pid, signal.SIGTERM)  # kill, or a batch system: the first process only
-    rest = proc.stderr.read()
-    assert proc.wait(timeout=120) == 130, rest
-    assert "Traceback" not in rest, rest
     assert rest.strip().splitlines()[-1] == "cases: interrupted; no unfinished case was kept"
     left = {p.name for p in cases.iterdir() if not p.name.endswith(".lock")} - before
     assert left == set(), left
@@ -433,26 +446,9 @@ def test_an_interrupted_scotch_build_exits_130_and_keeps_nothing(tmp_path, stop)
     machine's OpenFOAM source)."""
     (tmp_path / "src").symlink_to(paths.cache_dir() / "src")
     env = dict(os.environ, TOPOFOAM_CACHE=str(tmp_path))
-    proc = subprocess.Popen(
-        [PYTHON, "-m", "localsite.cli", "cases", "list"],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    rest = stopped_midway(
+        [PYTHON, "-m", "localsite.cli", "cases", "list"], env, "build-openfoam: lnInclude", stop
     )
-    for line in proc.stdout:  # wait until the build compiles, then stop it
-        if "build-openfoam: lnInclude" in line:
-            break
-    if stop == "SIGINT":
-        os.killpg(proc.pid, signal.SIGINT)
-    else:
-        os.kill(proc.pid, signal.SIGTERM)
-    rest = proc.stdout.read()
-    assert proc.wait(timeout=120) == 130, rest
-    assert "Traceback" not in rest, rest
     assert rest.strip().splitlines()[-1] == "bench: interrupted; no unfinished build was kept"
     built = tmp_path / "openfoam"
     assert not built.exists() or [p.name for p in built.iterdir()] == [], list(built.iterdir())
