@@ -607,3 +607,18 @@ def test_a_run_report_whose_runs_are_not_runs_is_named_and_skipped(tmp_path, run
     if isinstance(runs, list) and all(isinstance(r, dict) for r in runs):
         return  # a list of runs whose test cases are not a list: nothing taken from them
     assert any("odd.json: not a ReFrame run report; skipped" in n for n in report.notes)
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{}", '{"partitions": "oci:nps2"}', "{not json"])
+def test_a_verdict_file_that_is_not_a_verdict_is_named_not_a_traceback(tmp_path, content):
+    from test_numbers import variants
+
+    results = tmp_path / "results"
+    variants(results)
+    folder = results / "validation" / "verdict-oci"
+    folder.mkdir(parents=True)
+    (folder / "20261128T090000+0000-abcdef01.json").write_text(content)
+    report = build(results, "oci", images=False, say=lambda _: None)
+    md = report.markdown.read_text()
+    assert "Validation verdict" not in md
+    assert any("20261128T090000+0000-abcdef01.json" in n for n in report.notes), report.notes

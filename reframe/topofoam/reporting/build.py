@@ -884,8 +884,15 @@ def _verdicts(results: Path, system: str, notes: list[str]) -> list[dict]:
         except (OSError, ValueError) as e:
             notes.append(f"{path}: the validation verdict could not be read ({e})")
             continue
-        if not isinstance(data, dict) or not isinstance(data.get("partitions", []), list):
-            notes.append(f"{path}: not a verdict of topofoam.validation (no partitions list)")
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("verdict"), str)
+            or not isinstance(data.get("partitions"), list)
+        ):
+            notes.append(
+                f"{path}: not a verdict of topofoam.validation (no verdict and partitions "
+                f"list); left out"
+            )
             continue
         found.append({"path": path, "data": data})
     return found
