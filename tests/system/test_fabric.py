@@ -26,13 +26,14 @@ def test_the_p2p_check_measures_the_profile_back(emu_p2p):
     for scalars in (10, 1000):
         one_way = set_.latency_us + 8 * scalars / set_.mbytes
         measured = row[f"rtt_{scalars}"]
-        # The emulated link's own round trip comes on top of what is set: about 30 us on one
-        # machine here, about 80 us on another (2026-11-27), so a fixed share of the set cost
-        # is no bound. The profile's scale puts its latency above it: at most one one-way
-        # latency more (a latency set twice, or not at all, is out of these bounds).
-        own = measured - 2 * one_way
-        assert 0 <= own <= set_.latency_us, (scalars, measured, one_way)
-    assert row["bandwidth"] == pytest.approx(set_.mbytes, rel=0.1)
+        # What is set is in every round trip (a latency not applied fails here); the link's
+        # own round trip and the machine's load come on top, so no upper bound is asserted on
+        # this wall-clock figure: that each message gets exactly one L, not two, is the
+        # interposer's own account's test (tests/integration/test_fabric_interposer.py).
+        assert measured >= 2 * one_way, (scalars, measured, one_way)
+    # tc's token bucket caps the link: more than its rate means it was not applied (load can
+    # only lower the figure, so only the cap is asserted).
+    assert 0 < row["bandwidth"] <= 1.1 * set_.mbytes, (row["bandwidth"], set_.mbytes)
     assert row["allreduce_latency"] >= set_.latency_us
     report = (emu_p2p / "report" / "local" / "report.md").read_text()
     assert f"emu's runs with links costing {set_.label()}" in report
