@@ -145,7 +145,7 @@ def say(
     timings: Path | None = None,
 ) -> str:
     """One line: the whole run's estimate and where each figure comes from."""
-    parts, total, unknown, sources = [], 0.0, [], set()
+    parts, total, unknown, sources, like_ended = [], 0.0, [], set(), []
     current = current_figures(timings)
     for chosen in selections:
         name = chosen["partition"]
@@ -153,7 +153,7 @@ def say(
         figure = current.get(RUN_KEY.format(partition=name))
         if like is not None:
             seconds = like["seconds"]
-            sources.add(f"as the last like run here took ({like['ended']})")
+            like_ended.append(str(like["ended"]))
         elif is_default(chosen) and figure is not None:
             seconds = figure.seconds
             sources.add(
@@ -173,6 +173,8 @@ def say(
         total += figure.seconds
         parts.append(f"building {build} {_minutes(figure.seconds)}")
         sources.add(f"builds as docs/timings.md's current figures ({figure.date})")
+    if like_ended:
+        sources.add(f"as the last like run here took ({', '.join(like_ended)})")
     if not parts:
         return (
             "bench: no estimate of how long this run takes: no earlier run of this selection "
