@@ -438,7 +438,7 @@ def test_seed001_job_scripts_on_vsc5(tmp_path):
             launch,
         ), launch
         optmules = "mulesNeighbourExchange" in script
-        swap = re.findall(r"-m topofoam\.solvers \. (\w+)$", script, re.M)
+        swap = re.findall(r"-m topofoam\.jobs\.solvers \. (\w+)$", script, re.M)
         seen.add((optmules, tuple(swap)))
         assert script.index("mkdir -p mpicount") < script.index("t0=$(date")
         for solver in swap:
@@ -455,7 +455,7 @@ def test_seed001_job_scripts_on_oci(tmp_path):
     assert len(runs) == EXPECTED["oci"]["seed001"] // 2
     seen = Counter()
     for _name, script in runs.items():
-        swap = re.findall(r"-m topofoam\.solvers \. (\w+)$", script, re.M)
+        swap = re.findall(r"-m topofoam\.jobs\.solvers \. (\w+)$", script, re.M)
         (solver,) = re.findall(r"map/bind_rank (\w+) -parallel", lines(script, "srun ")[-1])
         seen[(solver, tuple(swap))] += 1
         for name in swap:
