@@ -4,7 +4,6 @@ the p2p check measures round trips and bandwidth near what was set, and every pe
 and the report say which profile the links had. A name that is no profile stops the run
 before anything starts."""
 
-
 from conftest import FABRIC_PROFILE as PROFILE
 from conftest import bench_cli, needs_root, run_env
 from topofoam.config import fabric
