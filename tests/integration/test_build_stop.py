@@ -23,6 +23,9 @@ def stopped_build(cache: Path, sig: signal.Signals) -> tuple[int, str]:
     bench = subprocess.Popen(
         [PYTHON, "-m", "localsite.cli", "build", "org12"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        # A test run started in the background (nohup ... &) ignores SIGINT and the child
+        # would inherit that: a Ctrl-C reaches ./bench with the default disposition.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     said = []
     for line in bench.stderr:
