@@ -61,6 +61,26 @@ def cost_vector(
     )
 
 
+#: What each figure of mapping.objective is, in its order.
+OBJECTIVE = ("hop-bytes", *(f"{lv} halo volume" for lv in LEVELS[::-1]))
+
+
+def choice(result: dict) -> str:
+    """Which placement rankmap used and what decided, in one line: the candidates' figures
+    at the first place of the objective where they differ, e.g. ``split (hop-bytes: split
+    1.2e+06, block 1.5e+06, scotch-tleaf 1.3e+06)``; the placement's name where rankmap
+    compared nothing (block, cyclic)."""
+    used, candidates = result.get("used") or result["placement"], result.get("candidates")
+    if not candidates:
+        return used
+    scores = list(candidates.values())
+    at = next((i for i in range(len(scores[0])) if len({s[i] for s in scores}) > 1), None)
+    if at is None:
+        return f"{used} (all candidates equal)"
+    figures = ", ".join(f"{name} {s[at]:.4g}" for name, s in candidates.items())
+    return f"{used} ({OBJECTIVE[at]}: {figures})"
+
+
 def analyze(
     graph: CommGraph,
     placement: Placement,
@@ -80,6 +100,9 @@ def analyze(
     return {
         "placement": placement.name,
         "note": placement.note,
+        # rankmap's: whose placement it is, and what decided (choice())
+        "used": placement.used or placement.name,
+        "candidates": placement.candidates,
         "ranks": graph.n,
         "nodes": placement.nodes,
         "halo_volume": dict(zip(LEVELS, volume)),
@@ -143,4 +166,5 @@ def table(results: list[dict]) -> str:
         for label, cells in rows
     ]
     lines += [f"{r['placement']}: {r['note']}" for r in results if r.get("note")]
+    lines += [f"rankmap used {choice(r)}" for r in results if r.get("candidates")]
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,6 +39,10 @@ class Placement:
     nodes: int
     #: why this placement is what it is, where that is not its name's method
     note: str = ""
+    #: rankmap's: the method whose placement it is (split, block or scotch-tleaf), and each
+    #: candidate's ``objective`` (hop-bytes, then the halo volume by level, slowest first)
+    used: str = ""
+    candidates: dict = field(default_factory=dict)
 
     def domain_of(self) -> np.ndarray:
         return self.machine.domain[self.core_of]
@@ -306,8 +310,11 @@ def rankmap(
         except InputError:
             pass  # tleaf needs the same number of ranks on every NUMA node
     mine = objective(graph, ours, costs)
-    score, best = min(((objective(graph, p, costs), p) for p in baselines), key=lambda t: t[0])
+    scored = [(objective(graph, p, costs), p) for p in baselines]
+    candidates = {"split": list(mine), **{p.name: list(score) for score, p in scored}}
+    score, best = min(scored, key=lambda t: t[0])
     if score >= mine:
+        ours.used, ours.candidates = "split", candidates
         return ours
     what = "hop-bytes" if costs is not None else "halo volume by level"
     return Placement(
@@ -317,6 +324,8 @@ def rankmap(
         machine,
         nodes,
         note=f"{best.name}'s placement: its {what} are below the hierarchical split's",
+        used=best.name,
+        candidates=candidates,
     )
 
 

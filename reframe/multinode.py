@@ -3,15 +3,19 @@
 The cavity on 1, 2 and 4 nodes with 2 ranks per node, with the patched OpenFOAM:
   standard       default placement, OpenFOAM's own tree;
   global         default placement, rankmap's schedule for it (reductionSchedule.block);
+  global+sums    the same, with scalar sum/min reductions along it too (v2512: every native
+                 all-reduction; reductionScheduleSums), which are most of a step's
+                 all-reductions across nodes;
   local+global   rankmap's placement and its schedule;
   esi-nodecomms  default placement, ESI's own node-aware collectives (v2506 and later: the
                  v2512 environments), its two-level path shown by the MPI calls;
-launched by srun (local+global: SLURM_HOSTFILE with --distribution=arbitrary) or by mpirun
-(local+global: rankmap's multi-host rankfile). rankmap runs inside the job and reads the
-allocation's hostnames. Before the solver, the same launch reports every rank's host and CPU
-set: the host must be the one the mapping gives; the core is checked only where the node's
-declared layout is the real one and the launcher binds (mpirun with a rankfile), and the
-perflog column ``core_binding`` says which. On an emulated partition the timings are labelled
+launched by srun or by mpirun; local+global places its ranks by the one placement launch of
+every check (topofoam.checks.placed: srun's SLURM_HOSTFILE, Open MPI 4's ``-rf`` or Open MPI
+5's ``--map-by rankfile:file=``). rankmap runs inside the job and reads the allocation's
+hostnames. Before the solver, the same launch reports every rank's host and CPU set: the host
+must be the one the mapping gives; the core is checked only where the node's declared layout
+is the real one and the launcher binds (mpirun with a rankfile; srun on a partition that
+binds), and the perflog column ``core_binding`` says which. On an emulated partition the timings are labelled
 ``emulated`` and carry no reference. The solver runs under the MPI call counter
 (``reframe/src/mpicount``): the perflog gets the calls of each kind the time-per-step model
 prices (topofoam.prediction.model) summed over the ranks, and the output folder keeps the decomposition's
@@ -44,7 +48,7 @@ from topofoam.checks.fixtures import (
 from topofoam.checks.placed import PlacedRun
 from topofoam.checks.sweep import most_repeats, partitions
 from topofoam.config import sweepspace
-from topofoam.config.sweepspace import ESI_NODECOMMS
+from topofoam.config.sweepspace import ESI_NODECOMMS, SCHEDULE_VARIANTS
 
 RANKS_PER_NODE = 2
 
@@ -57,7 +61,7 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
     #: runs again. Only partitions whose times are compared repeat (sweepspace.repeats: an
     #: emulated one under a fabric profile).
     repeat = parameter(range(most_repeats(emulated=True)))
-    variant = parameter(["standard", "global", "local+global", "esi-nodecomms"])
+    variant = parameter(["standard", "global", "global+sums", "local+global", "esi-nodecomms"])
     launcher_kind = parameter(["srun", "mpirun"])
     build = fixture(PatchedOpenFOAMBuild, scope="environment")
     prepared = fixture(PreparedCavityRanks, scope="environment")
@@ -106,12 +110,19 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
         )
         if self.launcher_kind == "mpirun":
             self.job.launcher = getlauncher("mpirun")()
-        binds = self.launcher_kind == "mpirun" and self.variant == "local+global"
+        if self.variant != "local+global":
+            self.placement_used = "block"  # the launcher's default over the allocation
+        binds = self.variant == "local+global" and self.binds()
         self.core_binding = (
             "verified"
             if binds and extras.get("declared_is_real")
             else "not verifiable on this partition"
         )
+
+    def binds(self) -> bool:
+        """Whether the launch binds each rank: mpirun's rankfile always; srun where the
+        partition binds (its ``binds`` extra: a cluster's, not the emulated nodes')."""
+        return self.launcher_kind == "mpirun" or self.current_partition.extras.get("binds", False)
 
     @run_before("run")
     def keep_the_graph(self):
@@ -131,32 +142,28 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
                 else "map/reductionSchedule.block"
             )
             self.forward_to_ranks("FOAM_REDUCTION_SCHEDULE")
-        if self.variant == "local+global":
-            if self.launcher_kind == "srun":
-                self.env_vars["SLURM_HOSTFILE"] = "$PWD/map/slurm.hostfile"
-                self.job.launcher.options += ["--distribution=arbitrary"]
-            else:
-                self.job.launcher.options += ["-rf", "map/rankfile"]
-        self.probe_placement()
+        if self.variant == "global+sums":
+            self.set_optimisation_switches(reductionScheduleSums=1)
+        wrap = self.launch_as_mapped(self.binds()) if self.variant == "local+global" else ""
+        self.probe_placement(wrap)
+        self.executable = f"{wrap}{self.executable}"
 
-    def expected_hosts(self):
-        """Host of each rank: rankmap's hostfile, or block order over the allocation."""
+    def expected_placement(self) -> tuple[list[str], list[str] | None]:
+        """Host (and CPU) of each rank: rankmap's files, or block order over the
+        allocation (no CPU: the launcher's default binding is not checked)."""
         if self.variant == "local+global":
-            return sn.extractall(r"^(\S+)$", f"{self.stagedir}/map/slurm.hostfile", 1)
-        alloc = sn.extractall(r"^(\S+)$", f"{self.stagedir}/hosts.alloc", 1)
-        return [alloc[r // RANKS_PER_NODE] for r in range(self.num_tasks)]
-
-    def expected_cores(self):
-        rankfile = f"{self.stagedir}/map/rankfile"
-        return sn.extractall(r"^rank \d+=\S+ slot=0:(\d+)$", rankfile, 1)
+            placed = self.mapped_placement()
+            return [h for h, _ in placed], [c for _, c in placed]
+        alloc = sn.evaluate(sn.extractall(r"^(\S+)$", f"{self.stagedir}/hosts.alloc", 1))
+        return [alloc[r // RANKS_PER_NODE] for r in range(self.num_tasks)], None
 
     @sanity_function
     def assert_placed_and_completed(self):
-        cores = sn.evaluate(self.expected_cores()) if self.core_binding == "verified" else None
-        checks = self.placement_checks(sn.evaluate(self.expected_hosts()), cores)
+        checks = self.placement_checks(*self.expected_placement())
         checks.append(self.assert_run())
-        if self.variant in ("global", "local+global"):
+        if self.variant in (*SCHEDULE_VARIANTS, "global+sums"):
             checks.append(self.schedule_reported())
+            checks.append(self.sums_routed(self.variant == "global+sums"))
         if self.variant == "esi-nodecomms":
             checks.append(self.nodecomms_reported(self.nodes, RANKS_PER_NODE))
         return sn.all(checks)

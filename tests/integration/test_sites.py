@@ -257,6 +257,56 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
     assert "SLURM_HOSTFILE" not in script
 
 
+@pytest.mark.parametrize("site", sorted(SITE_FACTS))
+def test_multinode_check_places_ranks_as_the_sweeps_do(site, tmp_path):
+    """The multi-node check's local+global launch is the sweeps' (one helper,
+    topofoam.checks.placed): srun with the arbitrary distribution, the CPU map and bind_rank;
+    mpirun with Open MPI 4's -rf at VSC-5 and hpc2 and Open MPI 5's --map-by rankfile:file=
+    at OCI (its partitions' MPI). global+sums routes the scalar sums along the schedule;
+    every other variant leaves them."""
+    want_mpirun = "--map-by rankfile:file=map/rankfile" if site == "oci" else "-rf map/rankfile"
+    scripts = job_scripts(site, tmp_path, "-t", "multinode", "-n", "MultiNodeRun%repeat=0")
+    seen = Counter()
+    for script in scripts.values():
+        variant = _variant_of(script)
+        launcher, solver = (
+            ("srun", lines(script, "srun ")[-1]) if "srun " in script else
+            ("mpirun", lines(script, "mpirun ")[-1])
+        )  # fmt: skip
+        seen[(variant, launcher)] += 1
+        if variant == "local+global":
+            if launcher == "srun":
+                assert "export SLURM_HOSTFILE=$PWD/map/slurm.hostfile" in script
+                assert solver.startswith(
+                    "srun --distribution=arbitrary --cpu-bind=$(cat map/srun.cpu_bind) "
+                ), solver
+                assert " map/bind_rank " in solver, solver
+            else:
+                assert want_mpirun in solver, solver
+                assert "SLURM_HOSTFILE" not in script
+        else:
+            assert "map/bind_rank" not in solver and "rankfile" not in solver, solver
+    variants = {"standard", "global", "global+sums", "local+global"}
+    if site == "oci":
+        variants.add("esi-nodecomms")
+    # each variant once per launcher and node count: no variant taken for another
+    assert set(seen) == {(v, k) for v in variants for k in ("srun", "mpirun")}, seen
+    assert len(set(seen.values())) == 1, seen
+
+
+def _variant_of(script: str) -> str:
+    """The variant a multi-node job runs, from what its script sets."""
+    if "reductionScheduleSums=1" in script:
+        return "global+sums"
+    if "map/reductionSchedule.block" in script:
+        return "global"
+    if "map/reductionSchedule" in script:
+        return "local+global"
+    if "nodeComms" in script:
+        return "esi-nodecomms"
+    return "standard"
+
+
 def test_plan_counts_jobs_and_node_hours_before_submitting(tmp_path):
     """OCI intra2: 20 combinations of one node, 5 repeats each, for at most an hour each; per
     partition the case prepared once (a one-node job of at most 2 hours) and its standard run

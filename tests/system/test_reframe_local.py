@@ -194,9 +194,9 @@ def test_reduction_schedule_check(tmp_path):
 
 @pytest.mark.skipif(not IS_ROOT, reason="the emulated cluster needs root")
 def test_multinode_check_on_the_emulated_cluster(tmp_path):
-    """1, 2 and 4 nodes x 2 ranks, three variants, srun and mpirun: every rank on the host
+    """1, 2 and 4 nodes x 2 ranks, four variants, srun and mpirun: every rank on the host
     its mapping gives, timings labelled emulated, cores verified only where they can be, the
-    MPI calls counted."""
+    MPI calls counted; global+sums takes the scalar sums off MPI_Allreduce."""
     env = dict(
         os.environ,
         TOPOFOAM_RESULTS=str(tmp_path),
@@ -209,8 +209,8 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
         env=env, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    # 18 runs, 3 prepared cases, the patched build and the MPI call counter's build
-    assert "local:emu: 23/23 test cases passed" in done.stdout
+    # 24 runs, 3 prepared cases, the patched build and the MPI call counter's build
+    assert "local:emu: 29/29 test cases passed" in done.stdout
     logged = read_perflog(tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log")
     # ./bench run reruns a failed run once on emu: its first attempt's row stays in the log
     # (a rank crashed at start-up once in 18, session 21); every combination passes once.
@@ -219,7 +219,7 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
     assert len(failed) == len(set(failed)) and len(failed) <= 1, failed
     assert sorted((r["variant"], r["launcher_kind"], r["nodes"]) for r in rows) == sorted(
         (v, k, n)
-        for v in ("standard", "global", "local+global")
+        for v in ("standard", "global", "global+sums", "local+global")
         for k in ("srun", "mpirun")
         for n in ("1", "2", "4")
     )
@@ -233,6 +233,14 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
         if r["variant"] != "standard":
             edges = re.search(r"inter-node edges (\d+)", log).group(1)
             assert int(edges) == int(r["nodes"]) - 1
+    # The scalar sums along the schedule are point-to-point: fewer all-reduces than global's
+    # on the same launch and nodes, where there is more than one rank to reduce over.
+    calls = {
+        (r["variant"], r["launcher_kind"], r["nodes"]): int(r["allreduce_value"]) for r in rows
+    }
+    for (variant, kind, nodes), n in calls.items():
+        if variant == "global+sums":
+            assert n < calls["global", kind, nodes], (kind, nodes, n, calls["global", kind, nodes])
     assert not (tmp_path / "run" / "cluster" / "state.json").exists()
 
 

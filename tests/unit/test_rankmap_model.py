@@ -294,8 +294,17 @@ def test_rankmap_is_never_above_block_or_tleaf_by_construction(preset, seed, nod
     mine = mapping.objective(g, chosen, costs)
     assert mine <= mapping.objective(g, block, costs) and mine <= mapping.objective(g, tleaf, costs)
     assert chosen.name == "rankmap" and chosen.note.endswith("below the hierarchical split's")
-    said = analysis.table([analysis.analyze(g, chosen, costs)])
+    result = analysis.analyze(g, chosen, costs)
+    said = analysis.table([result])
     assert f"rankmap: {chosen.note}" in said
+    # Which placement it used, and the hop-bytes that decided, for the perflog and report.
+    assert chosen.used in ("block", "scotch-tleaf") and chosen.note.startswith(chosen.used)
+    assert set(chosen.candidates) == {"split", "block", "scotch-tleaf"}
+    assert result["used"] == chosen.used
+    line = analysis.choice(result)
+    assert line.startswith(f"{chosen.used} (hop-bytes: split ")
+    assert f"block {mapping.objective(g, block, costs)[0]:.4g}" in line
+    assert f"rankmap used {line}" in said
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -310,3 +319,9 @@ def test_rankmap_keeps_its_own_split_where_it_is_better(seed):
     assert mine <= mapping.objective(g, block, costs)
     if mapping.objective(g, split, costs) <= mapping.objective(g, block, costs):
         assert chosen.note == "" and (chosen.node_of == split.node_of).all()
+    if chosen.note == "":
+        assert chosen.used == "split" and analysis.choice(
+            analysis.analyze(g, chosen, costs)
+        ).startswith("split (")
+    # block and cyclic compare nothing: their name is their choice
+    assert analysis.choice(analysis.analyze(g, block, costs)) == "block"

@@ -622,3 +622,36 @@ def test_a_verdict_file_that_is_not_a_verdict_is_named_not_a_traceback(tmp_path,
     md = report.markdown.read_text()
     assert "Validation verdict" not in md
     assert any("20261128T090000+0000-abcdef01.json" in n for n in report.notes), report.notes
+
+
+def test_a_comparison_on_the_same_placement_is_marked(tmp_path):
+    """rankmap's placement_used column: where rankmap ran block's placement (at 4 nodes in
+    this TEST DATA), local+global vs standard compares the same placement and the cell says
+    so; where it ran its own split, nothing is marked. A perflog without the column marks
+    nothing (the cluster sweep above)."""
+    results = tmp_path / "results"
+    path = write_cluster_perflog(results)
+    lines = path.read_text().splitlines()
+    out = [lines[0] + "|placement_used"]
+    for line in lines[1:]:
+        cells = line.split("|")
+        nodes, binding = cells[9], cells[3]
+        if binding == "block":
+            used = "block"
+        elif nodes == "4":
+            used = "block (hop-bytes: split 2.1e+06, block 1.9e+06, scotch-tleaf 2e+06)"
+        else:
+            used = "split (hop-bytes: split 1.5e+06, block 1.9e+06, scotch-tleaf 2e+06)"
+        out.append(line + "|" + used)
+    path.write_text("\n".join(out) + "\n")
+    report = build(results, "vsc5", images=False, say=lambda _: None)
+    marked = {d.nodes: d.same_placement for d in analysis.decreases(report.groups)}
+    assert marked == {n: n == 4 for n in STANDARD}
+    table = table_after(
+        report.markdown.read_text(),
+        "pitzDaily (large), 128 ranks per node, VariantRun on zen3_0512",
+    )
+    header_nodes = [int(c.split()[0]) for c in table[0][1:]]
+    opt = next(r for r in table if r[0] == "local+global, rankmap")
+    for cell, nodes in zip(opt[1:], header_nodes):
+        assert ("same placement: block" in cell) == (nodes == 4), (nodes, cell)

@@ -6,20 +6,27 @@ the schedule check share.
   mixed with ``mpirun -x``).
 - ``rankmap_commands``: rankmap maps the case onto the allocation's hosts inside the job, its
   hop-bytes priced by the partition's own costs (topofoam.prediction.costs; the ``costs`` column).
+- ``launch_as_mapped``: the one placement launch of every check: the partition's launcher
+  (srun, Open MPI 4's or Open MPI 5's mpirun) puts each rank where rankmap's files say.
 - ``probe_placement``: the solver's own launch first runs a probe that reports every rank's
   host and CPU set (placement.txt).
+- ``mapped_placement``: (host, CPU) of each rank as rankmap's files give them.
 - ``placement_checks``: the sanity assertions that every rank ran where it should.
-- ``schedule_reported``, ``nodecomms_reported``: our schedule, or ESI's node-aware
-  collectives, were on.
+- ``schedule_reported``, ``sums_routed``, ``nodecomms_reported``: our schedule (with the
+  scalar sums along it or not), or ESI's node-aware collectives, were on.
 """
 
+import json
 import sys
+from pathlib import Path
 
 import reframe.utility.sanity as sn
-from reframe.core.builtins import variable
+from reframe.core.builtins import run_before, variable
 from reframe.core.exceptions import SanityError
 
+from rankmap.analysis import choice
 from topofoam.checks.runs import PreparedCaseRun
+from topofoam.config.sweepspace import SweepError
 from topofoam.prediction import costs
 
 PROBE = (
@@ -61,6 +68,11 @@ class PlacedRun(PreparedCaseRun):
     core_binding = variable(str, value="", loggable=True)
     #: Which round-trip times priced the placement's hop-bytes (topofoam.prediction.costs).
     costs = variable(str, value="", loggable=True)
+    #: The placement the ranks ran on: what rankmap used (its own split, block's or tleaf's)
+    #: and the figures that decided (rankmap.analysis.choice), read from map/analysis.json
+    #: after the run; a check that leaves placement to the launcher sets ``block``. The
+    #: report marks a comparison whose two sides ran on the same placement.
+    placement_used = variable(str, value="", loggable=True)
 
     def forward_to_ranks(self, *names: str) -> None:
         """Make every rank see ``names`` (set them in env_vars too)."""
@@ -90,6 +102,69 @@ class PlacedRun(PreparedCaseRun):
             + "".join(f"{o} " for o in (*options, *priced.options))
             + "--hosts $(paste -sd, hosts.alloc) --out map > rankmap.log",
         )
+
+    def launch_as_mapped(self, bind: bool = True) -> str:
+        """Launch every rank where rankmap's files in map/ put it, by the job's launcher:
+
+        - srun: ``SLURM_HOSTFILE`` with ``--distribution=arbitrary`` gives each rank its
+          host; with ``bind``, ``--cpu-bind`` (srun.cpu_bind) binds it, or, where the nodes'
+          CPU lists differ, map/bind_rank does (``none`` there);
+        - mpirun: the rankfile gives host and core, by Open MPI 4's ``-rf`` or Open MPI 5's
+          ``--map-by rankfile:file=`` (the partition's ``mpi`` extra: openmpi5).
+
+        ``bind=False`` (srun only) leaves binding to the node: a node whose declared cores
+        are not its real ones. Returns what prefixes each rank's command (probe and solver).
+        """
+        part = self.current_partition
+        launcher = self.job.launcher
+        name = launcher.registered_name
+        if name == "srun":
+            self.env_vars["SLURM_HOSTFILE"] = "$PWD/map/slurm.hostfile"
+            launcher.options += ["--distribution=arbitrary"]
+            if not bind:
+                return ""
+            launcher.options += ["--cpu-bind=$(cat map/srun.cpu_bind)"]
+            return "map/bind_rank "
+        if name == "mpirun":
+            launcher.options += (
+                ["--map-by", "rankfile:file=map/rankfile"]
+                if part.extras.get("mpi") == "openmpi5"
+                else ["-rf", "map/rankfile"]
+            )
+            return ""
+        raise SweepError(
+            f"partition {part.fullname}: launcher {name} cannot place ranks -- use srun or mpirun"
+        )
+
+    def mapped_placement(self) -> list[tuple[str, str]]:
+        """(host, CPU) per rank as rankmap placed it: slurm.hostfile gives the host,
+        slurm.cpu_bind each host's OS CPUs in the order of its ranks (the indexes the probe
+        reports, on any number of packages). Empty when rankmap wrote nothing (rankmap.log
+        and the job's stderr say why)."""
+        try:
+            hosts = open(f"{self.stagedir}/map/slurm.hostfile").read().split()
+            cpus = dict(line.split() for line in open(f"{self.stagedir}/map/slurm.cpu_bind"))
+        except (OSError, ValueError):
+            return []
+        lists = {h: spec.split(":", 1)[1].split(",") for h, spec in cpus.items()}
+        taken = dict.fromkeys(lists, 0)
+        placed = []
+        for host in hosts:
+            if taken.get(host, 0) >= len(lists.get(host, [])):
+                return []  # the two files disagree: the placement checks say so
+            placed.append((host, lists[host][taken[host]]))
+            taken[host] += 1
+        return placed
+
+    @run_before("sanity")
+    def read_placement_used(self):
+        if self.placement_used:
+            return  # the launcher's default, set by the check
+        try:
+            result = json.loads(Path(self.stagedir, "map", "analysis.json").read_text())[1]
+            self.placement_used = choice(result)
+        except (OSError, ValueError, LookupError, TypeError, AttributeError):
+            pass  # rankmap wrote nothing: rankmap.log and the sanity say why
 
     def probe_placement(self, wrap: str = "") -> None:
         """Launch the probe as the solver will be launched; ``wrap`` prefixes each rank."""
@@ -132,6 +207,15 @@ class PlacedRun(PreparedCaseRun):
             self.stdout,
             msg="the patched OpenFOAM did not report the schedule",
         )
+
+    def sums_routed(self, routed: bool):
+        """Whether the scalar reductions follow the schedule (reductionScheduleSums), by the
+        patched OpenFOAM's start-up line: v1912's and OpenFOAM-12's series route scalar
+        sum/min, v2512's every native all-reduction."""
+        line = r"^reductionSchedule: (scalar sum/min |native all-)reductions follow the schedule"
+        if routed:
+            return sn.assert_found(line, self.stdout, msg="scalar sums did not follow it")
+        return sn.assert_not_found(line, self.stdout, msg="scalar sums followed it")
 
     def nodecomms_reported(self, nodes: int, ppn: int):
         """ESI's node-aware collectives (esi-nodecomms) were on: its start-up lines

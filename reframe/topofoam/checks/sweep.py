@@ -289,30 +289,12 @@ class SweepRun(PlacedRun):
 
     @run_before("run")
     def map_and_launch(self):
-        part = self.current_partition
-        x = part.extras
+        x = self.current_partition.extras
         if self.launcher_kind:
             self.job.launcher = getlauncher(self.launcher_kind)()
-        launcher = self.job.launcher
-        self.launcher_kind = launcher.registered_name
+        self.launcher_kind = self.job.launcher.registered_name
         self.rankmap_commands(x["topology"], self.nodes, f"--placement {self.binding}")
-        name = launcher.registered_name
-        if name == "srun":
-            self.env_vars["SLURM_HOSTFILE"] = "$PWD/map/slurm.hostfile"
-            launcher.options += ["--distribution=arbitrary", "--cpu-bind=$(cat map/srun.cpu_bind)"]
-            wrap = "map/bind_rank "
-        elif name == "mpirun":
-            launcher.options += (
-                ["--map-by", "rankfile:file=map/rankfile"]
-                if x.get("mpi") == "openmpi5"
-                else ["-rf", "map/rankfile"]
-            )
-            wrap = ""
-        else:
-            raise ValueError(
-                f"partition {part.fullname}: launcher {name} cannot place ranks "
-                f"-- use srun or mpirun"
-            )
+        wrap = self.launch_as_mapped(bind=True)
         self.probe_placement(wrap)
         self.add_prerun("start", "t0=$(date +%s.%N)")
         self.executable = f"{wrap}{self.executable}"
@@ -339,25 +321,9 @@ class SweepRun(PlacedRun):
 
     # -- sanity and performance -----------------------------------------------------------
 
-    def expected_placement(self):
-        """(host, CPU) per rank: rankmap's slurm.hostfile gives the host, slurm.cpu_bind each
-        host's CPUs in the order of its ranks."""
-        try:
-            hosts = open(f"{self.stagedir}/map/slurm.hostfile").read().split()
-            cpus = dict(line.split() for line in open(f"{self.stagedir}/map/slurm.cpu_bind"))
-        except OSError:
-            return []  # rankmap failed: rankmap.log and the job's stderr say why
-        lists = {h: spec.split(":", 1)[1].split(",") for h, spec in cpus.items()}
-        taken = dict.fromkeys(lists, 0)
-        placed = []
-        for host in hosts:
-            placed.append((host, lists[host][taken[host]]))
-            taken[host] += 1
-        return placed
-
     @sanity_function
     def assert_placed_and_completed(self):
-        want = self.expected_placement()
+        want = self.mapped_placement()
         checks = self.placement_checks([h for h, _ in want], [c for _, c in want])
         checks.append(self.assert_run())
         if self.variant in SCHEDULE_VARIANTS:

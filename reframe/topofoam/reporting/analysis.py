@@ -61,6 +61,24 @@ def label(group: Group) -> str:
     return f"{variant}, {group.get('binding')}" if group.get("binding") else variant
 
 
+def placement_asked(group: Group) -> str:
+    """The placement a run asked for: its binding (the sweeps), rankmap's for the multi-node
+    check's local+global, else the launcher's default, block."""
+    if group.get("binding"):
+        return group.get("binding")
+    return "rankmap" if group.get("variant") == "local+global" else "block"
+
+
+def placement_used(group: Group) -> str:
+    """The placement a run ran on: the ``placement_used`` column's first word (rankmap's own
+    split shows as rankmap), or what it asked for where the column is missing (a perflog
+    from before the column)."""
+    used = str(group.get("placement_used") or "").split(" (")[0]
+    if not used:
+        return placement_asked(group)
+    return "rankmap" if used == "split" else used
+
+
 def solver_runs(groups: list[Group], stages=kinds.SOLVER) -> list[Group]:
     """Groups of solver runs (by their ``stage`` column) that say what they ran (a run that
     failed before ReFrame logged it knows too little: it is listed with the failures only)."""
@@ -93,6 +111,14 @@ class Decrease:
     @property
     def verdict(self) -> str:
         return self.comparison.verdict if self.comparison else "failed"
+
+    @property
+    def same_placement(self) -> bool:
+        """The two sides asked for different placements and ran on the same one (rankmap
+        found block's placement cheapest): the difference is not the placement's."""
+        return placement_asked(self.standard) != placement_asked(self.optimized) and placement_used(
+            self.standard
+        ) == placement_used(self.optimized)
 
     @property
     def short(self) -> bool:

@@ -66,7 +66,9 @@ def _decrease_cell(d: analysis.Decrease) -> str:
     c = d.comparison
     failed = len(d.optimized.failed)
     n = f"n={c.n_b}/{c.n_a}" + (f", {failed} failed" if failed else "")
-    short = ", short" if d.short else ""
+    short = (", short" if d.short else "") + (
+        f", same placement: {analysis.placement_used(d.optimized)}" if d.same_placement else ""
+    )
     if c.significant:
         ci = f" [{pct(d.low)}, {pct(d.high)}]" if d.low is not None else ""
         return f"{pct(d.percent)}{ci} ({n}{short})"
@@ -276,7 +278,10 @@ class Builder:
             "difference the Mann-Whitney test does not find significant at the 5 % level "
             "reads 'within noise', and one side with a single run 'no verdict'. "
             f"Marked 'short': a median solver time under {analysis.SHORT_SECONDS:g} s, "
-            "dominated by start-up, whatever the verdict."
+            "dominated by start-up, whatever the verdict. Marked 'same placement': the "
+            "optimized side asked for another placement than standard's and ran on the same "
+            "one (rankmap found block's cheapest: the perflog's placement_used column), so "
+            "the difference is not the placement's."
         )
         floor = analysis.noise_floor(groups)
         if floor:
@@ -715,6 +720,7 @@ class Builder:
                     # The multi-node check runs each variant by srun and by mpirun.
                     analysis.label(g)
                     + (f", {g.get('launcher_kind')}" if g.get("stage") == "multinode" else ""),
+                    analysis.placement_used(g),
                     fmt(g.value(analysis.metric(g))),
                 ]
                 + [calls(g.value(k)) for k in counted]
@@ -722,7 +728,7 @@ class Builder:
             ]
             sec.add(
                 Table(
-                    ["partition", "case", "layout", "variant", "wall s"]
+                    ["partition", "case", "layout", "variant", "placement used", "wall s"]
                     + [f"MPI_{k.capitalize()}" for k in counted],
                     rows,
                     caption=what,
