@@ -698,6 +698,51 @@ def cluster_command(args: argparse.Namespace) -> int:
     return _status(cluster.running(), cluster.conf, "emulated cluster")
 
 
+def twin_command(args: argparse.Namespace) -> int:
+    """A site twin (localsite/twin.py): the emulated cluster shaped like a site's partitions,
+    and the site's own configuration file run against it."""
+    from localsite import twin
+
+    node_topology = dict(_pair(t, "--node-topology") for t in args.node_topology)
+    t = twin.Twin(args.site, args.nodes, node_topology)
+    if args.action == "stop":
+        removed = t.stop()
+        print(f"bench: removed {', '.join(removed)}" if removed else
+              f"bench: nothing of the {args.site} twin was left")  # fmt: skip
+        return 0
+    if args.action == "status":
+        return _status(t.cluster.running(), t.cluster.conf, f"{args.site} twin")
+    t.start(args.openfoam, say=lambda line: print(line, flush=True))
+    if args.action == "start":
+        print(
+            f"  use it with: export SLURM_CONF={t.cluster.conf} TOPOFOAM_TWIN={t.substitution_file}"
+        )
+        print(f"  stop it with: ./bench twin {args.site} stop")
+        return 0
+    try:
+        env = t.env(os.environ)
+        env.setdefault("TOPOFOAM_RESULTS", str(paths.REPO / "results" / "twin" / args.site))
+        Path(env["TOPOFOAM_RESULTS"]).mkdir(parents=True, exist_ok=True)  # ReFrame logs there
+        command = [
+            str(Path(sys.executable).parent / "reframe"),
+            "-C", str(twin.site_file(args.site)), "--system", args.site, "-c", "reframe",
+            "-r", *args.reframe_args,
+        ]  # fmt: skip
+        print(f"bench: {' '.join(command[1:])} (results in {env['TOPOFOAM_RESULTS']})", flush=True)
+        return subprocess.run(command, env=env, cwd=paths.REPO).returncode
+    finally:
+        t.stop()
+        print(f"bench: removed the {args.site} twin")
+
+
+def _pair(text: str, option: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise UsageError(f"{option} {text!r} -- give PARTITION=DESCRIPTION, e.g. "
+                         f"zen3_0512='pack:2 numa:1 core:64 pu:1'")  # fmt: skip
+    return name, value
+
+
 def _repeat_count(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of repeats, 1 or more")
@@ -781,6 +826,27 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("action", choices=("start", "stop", "status"))
     c.add_argument("--nodes", type=int, default=2, help="1 to 8 (default 2)")
     c.set_defaults(func=cluster_command)
+    t = sub.add_parser(
+        "twin", help="a site twin: the emulated cluster shaped like a site, its site file run"
+    )
+    t.add_argument("site", help="vsc5, hpc2 or oci (a file in site-configs/)")
+    t.add_argument("action", choices=("start", "stop", "status", "run"))
+    t.add_argument("--nodes", type=int, default=2, help="nodes per partition (default 2)")
+    t.add_argument(
+        "--openfoam",
+        choices=("v1912", "org12", "v2512"),
+        default="",
+        help="stand this build in for every environment (default: the site's own flavour)",
+    )
+    t.add_argument(
+        "--node-topology",
+        action="append",
+        default=[],
+        metavar="PARTITION=DESCRIPTION",
+        help="show a partition's nodes another hwloc topology than its site file declares",
+    )
+    t.add_argument("reframe_args", nargs="*", help="ReFrame's options for run, after --")
+    t.set_defaults(func=twin_command)
     return p
 
 
@@ -800,7 +866,14 @@ def main(argv: list[str] | None = None) -> int:
         return with_openfoam(args)
     if argv and argv[0] == "spack":  # Spack's own options (-e .) follow the verb
         return spack_command(argparse.Namespace(spack_args=argv[1:]))
+    passed = []
+    if argv and argv[0] == "twin" and "--" in argv:
+        # ReFrame's options after '--' (argparse gives them to no positional after two others)
+        at = argv.index("--")
+        argv, passed = argv[:at], argv[at + 1 :]
     args = parser().parse_args(argv)
+    if passed:
+        args.reframe_args = passed
     try:
         return args.func(args)
     except UsageError as e:

@@ -189,6 +189,12 @@ def _synthetic_pus(description: str) -> int:
 
 def from_synthetic(description: str) -> Node:
     """A node from an hwloc synthetic description, e.g. 'pack:2 numa:8 core:8 pu:1'."""
+    return from_xml(synthetic_xml(description), f"synthetic '{description}'")
+
+
+def synthetic_xml(description: str) -> str:
+    """hwloc's XML of a synthetic description (what ``lstopo --input`` builds): a node's
+    topology for HWLOC_XMLFILE, as an emulated node shows it (localsite/twin.py)."""
     pus = _synthetic_pus(description)
     if pus > MAX_SYNTHETIC_PUS:
         raise InputError(
@@ -214,7 +220,7 @@ def from_synthetic(description: str) -> Node:
             f"hwloc rejects the synthetic description '{description}': {why} -- "
             f"e.g. 'pack:2 numa:8 core:8 pu:1'"
         )
-    return from_xml(done.stdout, f"synthetic '{description}'")
+    return done.stdout
 
 
 def this_machine() -> Node:

@@ -39,7 +39,7 @@ import os
 import sys
 
 import sitekit.common
-from localsite.cluster import DEFAULT_LAYOUT, EmulatedCluster, mpi_env
+from localsite.cluster import DEFAULT_LAYOUT, MPI_AS_ROOT, EmulatedCluster, mpi_env
 from localsite.facts import FactsError, load
 from localsite.slurm import LocalSlurm
 from sitekit.cluster import spack_environment
@@ -81,15 +81,8 @@ try:
 except settings.SettingError as e:
     sys.exit(f"site-configs/local.py: {e}")
 
-# Open MPI's mpirun refuses root unless told; containers and CI machines often run as root.
-# mca_base_env_list forwards the library path to every rank, on any host. It warns about
-# variables that are not set, so checks append their optional ones; ReFrame writes values
-# unquoted into the job script, hence the quotes around the ';'-separated list.
-_mpi_env = [
-    ["OMPI_ALLOW_RUN_AS_ROOT", "1"],
-    ["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"],
-    ["OMPI_MCA_mca_base_env_list", '"LD_LIBRARY_PATH;WM_PROJECT_DIR"'],
-]
+# Containers and CI machines often run as root (localsite.cluster.MPI_AS_ROOT).
+_mpi_env = [list(kv) for kv in MPI_AS_ROOT]
 
 _foam_env = [
     ["WM_PROJECT_DIR", _facts["openfoam_dir"]],

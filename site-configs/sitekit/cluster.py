@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rankmap.analysis import LATENCY_CSV
 from rankmap.topology import PRESETS
-from sitekit import common
+from sitekit import common, twin
 from topofoam import paths
 from topofoam.config import presets
 from topofoam.validation.sessions import margins_problem
@@ -347,7 +347,7 @@ def configuration(site: Site) -> dict:
     """ReFrame's site_configuration for ``site``; results under $TOPOFOAM_RESULTS or
     results/ of the clone."""
     results = paths.results_dir()
-    return {
+    config = {
         "systems": [
             {
                 "name": site.name,
@@ -361,3 +361,5 @@ def configuration(site: Site) -> dict:
         "environments": site.environments,
         **common.sections(results),
     }
+    substitution = twin.substitution()
+    return twin.substitute(config, substitution) if substitution else config
