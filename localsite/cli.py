@@ -713,6 +713,16 @@ def twin_command(args: argparse.Namespace) -> int:
     if args.action == "status":
         return _status(t.cluster.running(), t.cluster.conf, f"{args.site} twin")
     t.start(args.openfoam, say=lambda line: print(line, flush=True))
+    if args.action == "check":
+        try:
+            command = [sys.executable, "-m", "topofoam.validation.sitecheck", "-C",
+                       str(args.site_file or twin.site_file(args.site))]  # fmt: skip
+            if args.spack_yaml:
+                command += ["--spack-yaml", str(args.spack_yaml)]
+            return subprocess.run(command, env=t.env(os.environ), cwd=paths.REPO).returncode
+        finally:
+            t.stop()
+            print(f"bench: removed the {args.site} twin")
     if args.action == "start":
         print(
             f"  use it with: export SLURM_CONF={t.cluster.conf} TOPOFOAM_TWIN={t.substitution_file}"
@@ -830,7 +840,7 @@ def parser() -> argparse.ArgumentParser:
         "twin", help="a site twin: the emulated cluster shaped like a site, its site file run"
     )
     t.add_argument("site", help="vsc5, hpc2 or oci (a file in site-configs/)")
-    t.add_argument("action", choices=("start", "stop", "status", "run"))
+    t.add_argument("action", choices=("start", "stop", "status", "run", "check"))
     t.add_argument("--nodes", type=int, default=2, help="nodes per partition (default 2)")
     t.add_argument(
         "--openfoam",
@@ -845,6 +855,10 @@ def parser() -> argparse.ArgumentParser:
         metavar="PARTITION=DESCRIPTION",
         help="show a partition's nodes another hwloc topology than its site file declares",
     )
+    t.add_argument(
+        "--site-file", type=Path, help="check: this site file against the twin (a changed copy)"
+    )
+    t.add_argument("--spack-yaml", type=Path, help="check: these Spack settings")
     t.add_argument("reframe_args", nargs="*", help="ReFrame's options for run, after --")
     t.set_defaults(func=twin_command)
     return p

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from localsite import facts
 from localsite.cluster import MAX_NODES, MPI_AS_ROOT, EmulatedCluster, NodeGroup, mpi_env
 from localsite.slurm import NodeLayout, SlurmError
 from rankmap import topology
@@ -149,6 +150,8 @@ def partitions(config: dict, node_topology: dict[str, str] | None = None) -> lis
 def local_environments(mpi: str = "openmpi4") -> dict[str, dict]:
     """This machine's environments (site-configs/local.py), by name: with Debian's Open MPI 4,
     or, ``mpi="openmpi5"``, those built against Open MPI 5 (the ompi5 partition's)."""
+    if not facts.facts_file().exists():
+        facts.write()  # what site-configs/local.py reads of this machine (./bench writes it)
     sys.path.insert(0, str(SITE_CONFIGS))
     try:
         config = runpy.run_path(str(SITE_CONFIGS / "local.py"))["site_configuration"]
