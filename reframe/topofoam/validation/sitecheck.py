@@ -128,7 +128,7 @@ def _access(part: dict, option: str) -> str | None:
 
 def check_partitions(system: dict, report: Report) -> list[dict]:
     """sinfo's view of each partition; the partitions found (for the node probes)."""
-    code, out = _run(["sinfo", "-h", "-o", "%R|%D|%X|%Y|%Z"])
+    code, out = _run(["sinfo", "-h", "-o", "%R;%D;%X;%Y;%Z"])
     if code != 0:
         raise SiteCheckError(
             f"sinfo failed ({out.splitlines()[-1] if out else f'exit {code}'}) -- run the check "
@@ -136,7 +136,7 @@ def check_partitions(system: dict, report: Report) -> list[dict]:
         )
     nodes, shapes = {}, {}
     for line in out.splitlines():
-        name, count, sockets, cores, threads = (line.split("|") + ["0"] * 5)[:5]
+        name, count, sockets, cores, threads = (line.split(";") + ["0"] * 5)[:5]
         name = name.rstrip("*")
         nodes[name] = nodes.get(name, 0) + int(count)
         shapes.setdefault(name, set()).add((int(sockets), int(cores), int(threads)))
