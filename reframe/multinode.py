@@ -1,6 +1,7 @@
 """Multi-node placement and reduction schedules, on a partition with several nodes.
 
-The cavity on 1, 2 and 4 nodes with 2 ranks per node, with the patched OpenFOAM:
+The cavity on 1, 2 and 4 nodes with 2 ranks per node (a site's own ranks per node on its
+twin: ``-S PreparedCavityRanks.ranks_per_node=48``), with the patched OpenFOAM:
   standard       default placement, OpenFOAM's own tree;
   global         default placement, rankmap's schedule for it (reductionSchedule.block);
   global+sums    the same, with scalar sum/min reductions along it too (v2512: every native
@@ -50,8 +51,6 @@ from topofoam.checks.sweep import most_repeats, partitions
 from topofoam.config import sweepspace
 from topofoam.config.sweepspace import ESI_NODECOMMS, SCHEDULE_VARIANTS
 
-RANKS_PER_NODE = 2
-
 
 @rfm.simple_test
 class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
@@ -69,7 +68,6 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
     topology = variable(str, value="local", loggable=True)  # the node rankmap maps onto
     valid_systems = ["+multinode"]
     valid_prog_environs = ["+reduction-schedule"]
-    num_tasks_per_node = RANKS_PER_NODE
     time_limit = "10m"
     # After a node failure fewer nodes are up: fail clearly instead of pending for ever.
     max_pending_time = "2m"
@@ -86,6 +84,8 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
         "MPI_Alltoallv",
     ]
     keep_files = ["commgraph.csv"]
+    #: The standard run of the same nodes, launcher and repeat (a dependency's name).
+    standard_run = variable(str, value="")
     tags = {"multinode"}
     stage = "multinode"
 
@@ -98,14 +98,33 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
                 if "multinode" in p.features and self.repeat < sweepspace.repeats(p)
             ]
 
+    @run_after("init")
+    def compare_with_standard(self):
+        """Every other variant's final fields are held against the standard run's on the
+        same nodes, launcher and repeat: a dependency, whose stage stays until this run is
+        done."""
+        if self.variant == "standard":
+            return
+        cls = type(self)
+        size = len(cls.param_space)
+        (own,) = cls.param_space.get_variant_nums(
+            variant=lambda v: v == "standard",
+            launcher_kind=lambda k: k == self.launcher_kind,
+            repeat=lambda r: r == self.repeat,
+        )
+        # The variant number is the parameters' index plus the fixtures' times their count.
+        self.standard_run = cls.variant_name(own + size * (self.variant_num // size))
+        self.depends_on(self.standard_run)
+
     @run_after("setup")
     def set_layout(self):
         self.num_tasks = self.prepared.ranks
-        self.nodes = self.num_tasks // RANKS_PER_NODE
+        self.num_tasks_per_node = self.prepared.ranks_per_node
+        self.nodes = self.prepared.nodes
         extras = self.current_partition.extras
         self.topology = extras.get("topology", "local")
         self.descr = (
-            f"cavity2D on {self.nodes} node(s) x {RANKS_PER_NODE} ranks, "
+            f"cavity2D on {self.nodes} node(s) x {self.num_tasks_per_node} ranks, "
             f"{self.variant}, {self.launcher_kind}"
         )
         if self.launcher_kind == "mpirun":
@@ -155,7 +174,7 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
             placed = self.mapped_placement()
             return [h for h, _ in placed], [c for _, c in placed]
         alloc = sn.evaluate(sn.extractall(r"^(\S+)$", f"{self.stagedir}/hosts.alloc", 1))
-        return [alloc[r // RANKS_PER_NODE] for r in range(self.num_tasks)], None
+        return [alloc[r // self.num_tasks_per_node] for r in range(self.num_tasks)], None
 
     @sanity_function
     def assert_placed_and_completed(self):
@@ -165,5 +184,7 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
             checks.append(self.schedule_reported())
             checks.append(self.sums_routed(self.variant == "global+sums"))
         if self.variant == "esi-nodecomms":
-            checks.append(self.nodecomms_reported(self.nodes, RANKS_PER_NODE))
+            checks.append(self.nodecomms_reported(self.nodes, self.num_tasks_per_node))
+        if self.variant != "standard":
+            checks.append(self.fields_as(self.getdep(self.standard_run).stagedir))
         return sn.all(checks)

@@ -12,7 +12,7 @@ twin cannot have (docs/clusters.md, "Site twins", lists each with what it leaves
   the nodes' cores declared, not real: binding is not applied and not verified, and timings
   are labelled emulated (the twin's nodes share this machine's cores); ReFrame's ``squeue``
   scheduler for ``slurm`` (the twin has no accounting database, so no ``sacct``: the same
-  sbatch, polled by squeue).
+  sbatch, polled by squeue); one job at a time (``max_jobs``).
 
 Everything else is the site file's own: partitions and their Slurm options, launchers, the
 Open MPI version's placement syntax, extras, sweep values, environments' names and features.
@@ -60,6 +60,9 @@ def substitute(config: dict, twin: dict) -> dict:
             part["features"] = list(part.get("features", [])) + ["emulated"]
             if part.get("scheduler") == "slurm":
                 part["scheduler"] = "squeue"
+            # One job at a time: they share this machine's cores, and a job waiting behind
+            # another for the same nodes would outlast the checks' max_pending_time.
+            part["max_jobs"] = 1
     environments = []
     for env in config["environments"]:
         local = twin["environments"].get(env["name"])

@@ -361,12 +361,12 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
     assert bench.returncode == 1, out[-3000:]
     assert re.search(
         r"FAILED MultiNodeRun %repeat=0 %variant=standard %launcher_kind=srun "
-        r"%prepared.case=cavity2D %prepared.ranks=8 @emu: fail in sanity: sanity "
+        r"%prepared.case=cavity2D %prepared.nodes=4 @emu: fail in sanity: sanity "
         r"error: the batch job was cancelled by Slurm \(JOB \d+ ON node1 CANCELLED "
         r"AT \S+ DUE TO NODE FAILURE",
         out,
     ), out[-3000:]
     rows = (tmp_path / "perflogs" / "local" / "emu" / "MultiNodeRun.log").read_text()
-    kept = re.findall(r"\|pass\|.*?%prepared.ranks=(\d+)\|", rows)
-    assert sorted(kept) == ["2", "4"]
+    kept = re.findall(r"\|pass\|.*?%prepared.nodes=(\d+)\|", rows)
+    assert sorted(kept) == ["1", "2"]
     assert not (run / "cluster" / "state.json").exists()

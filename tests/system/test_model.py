@@ -46,8 +46,8 @@ def measured(tmp_path_factory, emu_p2p):
     # One node's step is the model's compute: 10 steps, as its log reaches the step clock in
     # chunks. Beyond one node (2 and 4 ranks' worth of waiting on 2 cores, seconds a step)
     # the test needs calls, graphs and a step, not their accuracy: 3 steps.
-    bench(results, "emu", "multinode", "-n", SELECT + r".*%prepared.ranks=2\b", profile=PROFILE)
-    more = SELECT + r".*%prepared.ranks=[48]\b"
+    bench(results, "emu", "multinode", "-n", SELECT + r".*%prepared.nodes=1\b", profile=PROFILE)
+    more = SELECT + r".*%prepared.nodes=[24]\b"
     bench(results, "emu", "multinode", "-n", more, "-S", FEWER_STEPS, profile=PROFILE)
     return results
 

@@ -109,7 +109,7 @@ def test_multinode_check_runs_on_the_twin(site, tmp_path):
     env = twin_env(tmp_path, "10.77.32")
     done = bench_cli(
         "twin", site, "run", "--openfoam", "v1912", "--",
-        "-n", r"MultiNodeRun%repeat=0.*ranks=[24]\b", "-S", FEWER_STEPS,
+        "-n", r"MultiNodeRun%repeat=0.*%prepared.nodes=[12]\b", "-S", FEWER_STEPS,
         env=env, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

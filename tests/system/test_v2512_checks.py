@@ -84,7 +84,7 @@ def test_esi_two_level_reductions_on_the_emulated_cluster(tmp_path_factory):
     the slow part: in stop 48's CI test_model.py's 2 ranks took 13 s, its 4 and 8 ranks
     164 s), on 3 steps (FEWER_STEPS)."""
     results = v2512_run(
-        tmp_path_factory, "emu", r"^MultiNodeRun.*launcher_kind=srun.*%prepared.ranks=[24]\b",
+        tmp_path_factory, "emu", r"^MultiNodeRun.*launcher_kind=srun.*%prepared.nodes=[12]\b",
         FEWER_STEPS,
     )  # fmt: skip
     rows = [r for r in perflog(results, "emu", "MultiNodeRun") if r["result"] == "pass"]

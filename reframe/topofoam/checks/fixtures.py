@@ -199,21 +199,33 @@ class PreparedSolverMix(PreparedCase):
 
 
 class PreparedCavityRanks(PreparedCase):
-    """The 2D cavity decomposed into 2, 4 or 8 subdomains: 2 ranks on each of 1, 2 or 4 nodes.
+    """The 2D cavity decomposed for 1, 2 or 4 nodes of ``ranks_per_node`` ranks.
 
-    At the tutorial's 20 x 20 cells for 10 steps: on an emulated cluster 8 ranks share 2
-    cores, and every GAMG cycle's reductions wait for the scheduler; 50 steps took up to four
-    minutes per run there.
+    By default 2 ranks a node on the tutorial's 20 x 20 cells for 10 steps: on an emulated
+    cluster 8 ranks share 2 cores, and every GAMG cycle's reductions wait for the scheduler;
+    50 steps took up to four minutes per run there. At a site's ranks per node (on its twin:
+    ``-S PreparedCavityRanks.ranks_per_node=48``) the mesh grows to CELLS_PER_RANK cells a
+    rank, so that every subdomain has neighbours as on a real decomposition.
     """
 
+    #: Cells a rank at the larger layouts (about 7,200 for hpc2's 3 x 48 ranks).
+    CELLS_PER_RANK = 50
+
     case = parameter(["cavity2D"])
-    ranks = parameter([2, 4, 8])
+    nodes = parameter([1, 2, 4])
+    ranks_per_node = variable(int, value=2, loggable=True)
     size = "400"
     steps_override = 10
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ranks_per_node
 
     @run_after("init")
     def set_subdomains(self):
         self.num_subdomains = self.ranks
+        if self.ranks * self.CELLS_PER_RANK > int(self.size):
+            self.size = str(self.ranks * self.CELLS_PER_RANK)
 
 
 class MpiBuild(rfm.CompileOnlyRegressionTest):

@@ -12,6 +12,7 @@ the schedule check share.
   host and CPU set (placement.txt).
 - ``mapped_placement``: (host, CPU) of each rank as rankmap's files give them.
 - ``placement_checks``: the sanity assertions that every rank ran where it should.
+- ``fields_as``: the final fields are the standard run's (within ``fields_rtol``).
 - ``schedule_reported``, ``sums_routed``, ``nodecomms_reported``: our schedule (with the
   scalar sums along it or not), or ESI's node-aware collectives, were on.
 """
@@ -28,11 +29,17 @@ from rankmap.analysis import choice
 from topofoam.checks.runs import PreparedCaseRun
 from topofoam.config.sweepspace import SweepError
 from topofoam.prediction import costs
+from topofoam.results import fields
 
 PROBE = (
     "echo placement ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} $(hostname) "
     "$(grep Cpus_allowed_list /proc/self/status | cut -f2)"
 )
+
+
+@sn.deferrable
+def _fields_mismatch(reference, stagedir, rtol):
+    return fields.mismatch(reference, stagedir, rtol)
 
 
 @sn.deferrable
@@ -73,6 +80,8 @@ class PlacedRun(PreparedCaseRun):
     #: after the run; a check that leaves placement to the launcher sets ``block``. The
     #: report marks a comparison whose two sides ran on the same placement.
     placement_used = variable(str, value="", loggable=True)
+    #: How far (relative) a variant's final fields may be from the standard run's.
+    fields_rtol = variable(float, value=fields.RTOL)
 
     def forward_to_ranks(self, *names: str) -> None:
         """Make every rank see ``names`` (set them in env_vars too)."""
@@ -199,6 +208,12 @@ class PlacedRun(PreparedCaseRun):
         if self.core_binding == "verified" and cores is not None:
             checks.append(_bound_as_placed([got.get(r, ("?", "?"))[1] for r in ranks], cores))
         return checks
+
+    def fields_as(self, reference_stagedir: str):
+        """The final fields equal the standard run's in ``reference_stagedir``."""
+        return sn.assert_false(
+            _fields_mismatch(reference_stagedir, self.stagedir, self.fields_rtol), msg="{0}"
+        )
 
     def schedule_reported(self):
         """The patched OpenFOAM's start-up line for a schedule of this run's size."""

@@ -150,7 +150,6 @@ class SweepRun(PlacedRun):
     variant = parameter(["standard"])
     #: How far the final fields may be from the standard run's (relative to its largest
     #: magnitude): summation order only, unless a variant changes the arithmetic.
-    fields_rtol = variable(float, value=fields.RTOL)
     binding = parameter([""])
     ucx = parameter([""])
     ucx_inter = parameter([""])
@@ -332,11 +331,7 @@ class SweepRun(PlacedRun):
             checks.append(self.nodecomms_reported(self.nodes, self.ppn))
         reference = getattr(self, "standard_run", None)
         if reference is not None:
-            checks.append(
-                sn.assert_false(
-                    _fields_mismatch(reference.stagedir, self.stagedir, self.fields_rtol), msg="{0}"
-                )
-            )
+            checks.append(self.fields_as(reference.stagedir))
         return sn.all(checks)
 
     @run_after("sanity")
@@ -400,11 +395,6 @@ def _figure(name, *quantities):
     if figure.value is None:
         raise SanityError(f"figure of merit n/a: {figure.reason}")
     return figure.value
-
-
-@sn.deferrable
-def _fields_mismatch(reference, stagedir, rtol):
-    return fields.mismatch(reference, stagedir, rtol)
 
 
 class CaseCopy:
