@@ -114,8 +114,11 @@ class EmulatedCluster(SlurmDaemons):
         layout: NodeLayout = DEFAULT_LAYOUT,
         port: int | None = None,
         groups: list[NodeGroup] | None = None,
+        slurmd_timeout: int = 10,
     ):
         self.groups = groups or [NodeGroup(self.partition, nodes, layout)]
+        #: Seconds before an unanswering node is marked down (its jobs then fail).
+        self.slurmd_timeout = slurmd_timeout
         nodes = sum(g.count for g in self.groups)
         if not 1 <= nodes <= MAX_NODES or any(g.count < 1 for g in self.groups):
             raise SlurmError(
@@ -345,8 +348,11 @@ SlurmctldPidFile={r}/log/slurmctld.pid
 SlurmdPidFile={r}/log/slurmd-%n.pid
 # The declared layout may exceed the real cores: binding is accepted but not applied, and
 # the nodes register with what slurm.conf declares (config_overrides), not what they have.
-# A node that stops answering is marked down after 10 s (its jobs then fail: NODE_FAIL).
-{common_settings(r, self.munge_socket, "task/none")}SlurmdTimeout=10
+# A node that stops answering is marked down after SlurmdTimeout s (its jobs then fail:
+# NODE_FAIL): 10 here, where a node failure is tested; a twin's nodes run a site's ranks per
+# node on this machine's cores, which starve the daemons for minutes (MessageTimeout too).
+{common_settings(r, self.munge_socket, "task/none")}SlurmdTimeout={self.slurmd_timeout}
+MessageTimeout={min(100, max(10, self.slurmd_timeout // 6))}
 SlurmdParameters=config_overrides
 {prolog}{nodes}{partitions}""")
 

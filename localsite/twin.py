@@ -34,6 +34,9 @@ SITE_CONFIGS = paths.REPO / "site-configs"
 SITES = tuple(sorted(p.stem for p in SITE_CONFIGS.glob("*.py") if p.stem != "local"))
 #: Nodes per partition unless asked: two, the fewest with an inter-node level.
 NODES_PER_PARTITION = 2
+#: Seconds before a twin's unanswering node is marked down: at a site's ranks per node
+#: (192 busy-polling ranks on 2 cores) the daemons wait their turn for minutes.
+SLURMD_TIMEOUT = 600
 #: What each twin node declares as memory to Slurm (config_overrides: not checked).
 NODE_MEMORY_MIB = 4096
 #: This machine's builds by the flavour an environment's extras name: the patched
@@ -256,6 +259,7 @@ class Twin:
             root=self.root,
             subnet=settings.subnet("TOPOFOAM_TWIN_SUBNET", "10.77.30"),
             groups=groups,
+            slurmd_timeout=SLURMD_TIMEOUT,
         )
         self.substitution_file = self.root / "twin.json"
 

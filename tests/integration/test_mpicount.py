@@ -127,3 +127,60 @@ def test_stock_mules_exchanges_sizes_every_limiter_iteration(lib, tmp_path):
         per_run[steps] = calls.get("MPI_Alltoall", 0)
     per_step = (per_run[4] - per_run[2]) / 2 / 2  # 2 more steps, 2 ranks
     assert per_step >= 3, per_run
+
+
+PEERS = r"""
+#include <mpi.h>
+int main(int argc, char** argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size, x = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Request q;
+    if (rank == 0)
+    {
+        for (int r = 1; r < size; r++) MPI_Send(&x, 1, MPI_INT, r, 0, MPI_COMM_WORLD);
+        MPI_Send(&x, 1, MPI_INT, 1, 1, half);            /* world rank 2 */
+        MPI_Isend(&x, 1, MPI_INT, 3, 2, MPI_COMM_WORLD, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
+    }
+    else
+    {
+        MPI_Recv(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (rank == 2) MPI_Recv(&x, 1, MPI_INT, 0, 1, half, MPI_STATUS_IGNORE);
+        if (rank == 3) MPI_Recv(&x, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_sends_are_counted_per_destination_in_world_ranks(lib, tmp_path):
+    """Point-to-point sends per destination, a split communicator's ranks translated to
+    MPI_COMM_WORLD's, MPI_PROC_NULL left out; by host, the messages that crossed nodes."""
+    (tmp_path / "peers.c").write_text(PEERS)
+    subprocess.run(["mpicc", "-o", str(tmp_path / "peers"), str(tmp_path / "peers.c")], check=True)
+    out = tmp_path / "counts"
+    env = dict(foam_env(), **mpicount.preload(lib, out))
+    done = subprocess.run(
+        ["mpirun", "-np", "4", "--oversubscribe", "-x", "LD_PRELOAD", "-x",
+         "TOPOFOAM_MPICOUNT_DIR", str(tmp_path / "peers")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert mpicount.read(out, ranks=4)["MPI_Send"] == 5  # the counts by kind as before
+    assert mpicount.peers(out) == {
+        ("MPI_Send", 0, 1): 1,
+        ("MPI_Send", 0, 2): 2,
+        ("MPI_Send", 0, 3): 1,
+        ("MPI_Isend", 0, 3): 1,
+    }
+    across = mpicount.by_host(mpicount.peers(out), ["a", "a", "b", "b"])
+    assert across == {"MPI_Send": (3, 1), "MPI_Isend": (1, 0)}
+    with pytest.raises(mpicount.CountError, match="the placement has 2 ranks"):
+        mpicount.by_host(mpicount.peers(out), ["a", "b"])

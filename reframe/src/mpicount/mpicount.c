@@ -5,15 +5,23 @@
  * MPI_Finalize, one line per kind it called, "<MPI function> <calls>", to
  * $TOPOFOAM_MPICOUNT_DIR/mpicount.<rank> (default: the working directory).
  *
+ * Point-to-point sends are also counted per destination (its rank in MPI_COMM_WORLD), one
+ * line "peer <MPI function> <destination> <messages>" each: with the placement (which host
+ * each rank ran on) they say how many messages crossed nodes. OpenFOAM sends its tree
+ * reductions, and the reduction schedule's, with blocking MPI_Send ("scheduled"), its halo
+ * exchanges with MPI_Isend ("nonBlocking"), so MPI_Send's peers show the reductions' tree.
+ *
  * Why: seed 001's optimizations remove calls (MULES's all-to-all of message sizes,
- * PCG's blocking reductions). Counting them shows what a patch removed, independent of
- * timing noise. Only the application's calls are counted: MPI's own internal traffic does
- * not go through the MPI_ symbols.
+ * PCG's blocking reductions), and the schedule moves reductions' messages off the slow
+ * links. Counting them shows what a patch removed or moved, independent of timing noise.
+ * Only the application's calls are counted: MPI's own internal traffic does not go through
+ * the MPI_ symbols.
  */
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum kind
 {
@@ -33,6 +41,50 @@ static const char *names[NKINDS] =
 };
 
 static unsigned long long counts[NKINDS];
+
+/* The point-to-point kinds counted per destination, and their counts: [kind][world rank]. */
+enum peerKind { PEER_SEND, PEER_ISEND, PEER_BSEND, PEER_SSEND, NPEERKINDS };
+static const enum kind peerKinds[NPEERKINDS] = { SEND, ISEND, BSEND, SSEND };
+static unsigned long long *peers[NPEERKINDS];
+static int worldSize = 0;
+
+/* The destination's rank in MPI_COMM_WORLD (-1 for MPI_PROC_NULL or an unknown rank). */
+static int worldRank(int dest, MPI_Comm c)
+{
+    if (dest < 0)
+    {
+        return -1;
+    }
+    if (c == MPI_COMM_WORLD)
+    {
+        return dest;
+    }
+    MPI_Group from, world;
+    int out = MPI_UNDEFINED;
+    PMPI_Comm_group(c, &from);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    PMPI_Group_translate_ranks(from, 1, &dest, world, &out);
+    PMPI_Group_free(&from);
+    PMPI_Group_free(&world);
+    return out == MPI_UNDEFINED ? -1 : out;
+}
+
+static void countPeer(enum peerKind k, int dest, MPI_Comm c)
+{
+    if (worldSize == 0)
+    {
+        PMPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+        for (int i = 0; i < NPEERKINDS; i++)
+        {
+            peers[i] = calloc((size_t)worldSize, sizeof(unsigned long long));
+        }
+    }
+    int w = worldRank(dest, c);
+    if (w >= 0 && w < worldSize && peers[k] != NULL)
+    {
+        peers[k][w]++;
+    }
+}
 
 int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c)
 {
@@ -136,6 +188,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm c, int *flag, MPI_Status *st)
 int MPI_Send(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c)
 {
     counts[SEND]++;
+    countPeer(PEER_SEND, dest, c);
     return PMPI_Send(b, n, t, dest, tag, c);
 }
 
@@ -149,6 +202,7 @@ int MPI_Isend(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm 
               MPI_Request *q)
 {
     counts[ISEND]++;
+    countPeer(PEER_ISEND, dest, c);
     return PMPI_Isend(b, n, t, dest, tag, c, q);
 }
 
@@ -161,12 +215,14 @@ int MPI_Irecv(void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_
 int MPI_Bsend(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c)
 {
     counts[BSEND]++;
+    countPeer(PEER_BSEND, dest, c);
     return PMPI_Bsend(b, n, t, dest, tag, c);
 }
 
 int MPI_Ssend(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c)
 {
     counts[SSEND]++;
+    countPeer(PEER_SSEND, dest, c);
     return PMPI_Ssend(b, n, t, dest, tag, c);
 }
 
@@ -231,6 +287,16 @@ int MPI_Finalize(void)
             if (counts[k])
             {
                 fprintf(out, "%s %llu\n", names[k], counts[k]);
+            }
+        }
+        for (int k = 0; k < NPEERKINDS; k++)
+        {
+            for (int d = 0; peers[k] != NULL && d < worldSize; d++)
+            {
+                if (peers[k][d])
+                {
+                    fprintf(out, "peer %s %d %llu\n", names[peerKinds[k]], d, peers[k][d]);
+                }
             }
         }
         fclose(out);

@@ -4,6 +4,8 @@ lib = build(folder)                      # mpicc -shared: libmpicount.so
 env = preload(lib, out)                  # LD_PRELOAD + where each rank writes its counts
 ... mpirun -x LD_PRELOAD -x TOPOFOAM_MPICOUNT_DIR <solver> -parallel ...
 calls = read(out)                        # {'MPI_Allreduce': 1234, ...}, summed over ranks
+sent = peers(out)                        # {('MPI_Send', 0, 3): 12, ...}: kind, from, to
+across = by_host(sent, hosts)            # {'MPI_Send': (inter-node, intra-node), ...}
 """
 
 from __future__ import annotations
@@ -56,6 +58,39 @@ def read(out: Path, ranks: int | None = None) -> dict[str, int]:
     total: dict[str, int] = {}
     for path in files:
         for line in path.read_text().splitlines():
+            if line.startswith("peer "):
+                continue  # per destination: peers()
             name, calls = line.split()
             total[name] = total.get(name, 0) + int(calls)
     return total
+
+
+def peers(out: Path) -> dict[tuple[str, int, int], int]:
+    """Point-to-point messages per (MPI function, sending rank, receiving rank), both ranks
+    in MPI_COMM_WORLD, from the ranks' files in ``out``."""
+    sent: dict[tuple[str, int, int], int] = {}
+    for path in Path(out).glob("mpicount.*"):
+        src = path.suffix[1:]
+        if not src.isdigit():
+            continue
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[0] == "peer":
+                key = (parts[1], int(src), int(parts[2]))
+                sent[key] = sent.get(key, 0) + int(parts[3])
+    return sent
+
+
+def by_host(sent: dict[tuple[str, int, int], int], hosts: list[str]) -> dict[str, tuple[int, int]]:
+    """Messages per MPI function as (between nodes, within a node), ``hosts[r]`` being the
+    host rank r ran on."""
+    out: dict[str, list[int]] = {}
+    for (kind, src, dst), n in sent.items():
+        if src >= len(hosts) or dst >= len(hosts):
+            raise CountError(
+                f"messages from rank {src} to rank {dst}, but the placement has "
+                f"{len(hosts)} ranks -- the counts are not this run's"
+            )
+        pair = out.setdefault(kind, [0, 0])
+        pair[0 if hosts[src] != hosts[dst] else 1] += n
+    return {k: (v[0], v[1]) for k, v in out.items()}
