@@ -18,6 +18,9 @@ PARTITION = "compute"  # the Slurm partition of the 48-core nodes
 SPACK_SETUP = "$HOME/spack/share/spack/setup-env.sh"
 NODE_HOUR_PRICE = None
 CURRENCY = ""
+# Where OpenFOAM is built: "compute" (a batch job on a node of the partition) or "login"
+# (the login node, only where your centre allows builds there).
+BUILD_ON = "compute"
 # -------------------------------------------------------------------------------------------
 
 site_configuration = configuration(
@@ -28,6 +31,7 @@ site_configuration = configuration(
         account=ACCOUNT,
         node_hour_price=NODE_HOUR_PRICE,
         currency=CURRENCY,
+        build_on=BUILD_ON,
         environments=[org12_patched(SPACK_SETUP, site="hpc2")],
         partitions=[
             Partition(

@@ -21,6 +21,9 @@ PARTITION_NPS2 = "nps2"
 SPACK_SETUP = "$HOME/spack/share/spack/setup-env.sh"
 NODE_HOUR_PRICE = None  # your BM.Optimized3.36 price per node-hour
 CURRENCY = ""
+# Where OpenFOAM is built: "compute" (a batch job on a node of the partition) or "login"
+# (the login node, only where your centre allows builds there).
+BUILD_ON = "compute"
 # -------------------------------------------------------------------------------------------
 
 # Seed 002: intra1 tried 8/16/32/36 processes per node; intra2 five (UCX, collectives)
@@ -50,6 +53,7 @@ site_configuration = configuration(
         account=ACCOUNT,
         node_hour_price=NODE_HOUR_PRICE,
         currency=CURRENCY,
+        build_on=BUILD_ON,
         environments=[esi2512_patched(SPACK_SETUP, site="oci")],
         partitions=[
             Partition(

@@ -18,6 +18,9 @@ QOS = "zen3_0512"  # VSC-5 selects the node type by QOS and partition
 SPACK_SETUP = "$HOME/spack/share/spack/setup-env.sh"  # where your Spack is
 NODE_HOUR_PRICE = None  # e.g. 0.35 with CURRENCY = 'EUR'; None: no cost in reports
 CURRENCY = ""
+# Where OpenFOAM is built: "compute" (a batch job on a node of the partition) or "login"
+# (the login node, only where your centre allows builds there).
+BUILD_ON = "compute"
 # -------------------------------------------------------------------------------------------
 
 site_configuration = configuration(
@@ -28,6 +31,7 @@ site_configuration = configuration(
         account=ACCOUNT,
         node_hour_price=NODE_HOUR_PRICE,
         currency=CURRENCY,
+        build_on=BUILD_ON,
         environments=[org12_patched(SPACK_SETUP, site="vsc5")],
         partitions=[
             Partition(

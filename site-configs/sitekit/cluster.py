@@ -140,6 +140,7 @@ class Partition:
             "local_storage": self.local_storage,
             "node_hour_price": site.node_hour_price,
             "currency": site.currency,
+            "build_on": site.build_on,
             "declared_is_real": True,
             "binds": True,
         }
@@ -240,8 +241,16 @@ class Site:
     node_hour_price: float | None = None
     currency: str = ""
     modules_system: str = "nomod"
+    #: Where the build fixture installs OpenFOAM: "compute" (a batch job on the partition,
+    #: most centres' rule) or "login" (the login node, where the centre allows it).
+    build_on: str = "compute"
 
     def __post_init__(self):
+        if self.build_on not in ("compute", "login"):
+            _fail(
+                f"BUILD_ON is {self.build_on!r} -- choose 'compute' (a batch job on the "
+                f"partition) or 'login' (the login node, where your centre allows it)"
+            )
         price = self.node_hour_price
         if price is not None and (
             isinstance(price, bool) or not isinstance(price, int | float) or price < 0

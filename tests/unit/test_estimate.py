@@ -4,6 +4,7 @@ machine, else docs/timings.md's current figures for the default selection, else 
 from argparse import Namespace
 
 from localsite import estimate
+from topofoam.results import timings as current
 
 
 def args(**given):
@@ -33,7 +34,7 @@ def test_first_default_run_is_estimated_by_the_current_figures(tmp_path, monkeyp
     monkeypatch.delenv("TOPOFOAM_COMPARE", raising=False)
     timings = tmp_path / "timings.md"
     timings.write_text(TABLE)
-    figures = estimate.current_figures(timings)
+    figures = current.current_figures(timings)
     assert {k: f.seconds for k, f in figures.items()} == {
         "run.cpu": 537,
         "run.slurm": 247,
@@ -51,7 +52,7 @@ def test_first_default_run_is_estimated_by_the_current_figures(tmp_path, monkeyp
 
 def test_the_current_figures_table_gives_the_default_runs_and_builds():
     """The estimate's figures are docs/timings.md's, not constants in the code."""
-    figures = estimate.current_figures()
+    figures = current.current_figures()
     for key in ("run.cpu", "run.slurm", "run.emu", "build.scotch", "build.patched"):
         assert key in figures and figures[key].seconds > 0, sorted(figures)
 

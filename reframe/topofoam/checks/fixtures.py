@@ -1,6 +1,7 @@
 """Fixtures shared by the checks: the OpenFOAM build, and a case meshed and decomposed once
 per partition/environment."""
 
+import math
 import os
 import sys
 
@@ -141,22 +142,40 @@ class PreparedCase(rfm.RunOnlyRegressionTest):
 
 
 class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
-    """Builds the patched OpenFOAM libraries where the environment asks for a local build.
+    """Builds the patched OpenFOAM where the environment asks for a build.
 
     An environment whose extras name a ``build_target`` (the local site's
-    openfoam-v1912-patched) gets it built from Debian's source into the cache outside the
-    clone: 12-17 min the first time on 2 cores, seconds after. One that names a
-    ``spack_spec`` (the cluster sites) gets it installed from the project's Spack environment
-    on the login node, once (``spack -e <repo> install <spec>``).
+    openfoam-v1912-patched) or a ``build_flavour`` gets it built into the cache outside the
+    clone (a no-op once built). One that names a ``spack_spec`` (the cluster sites) gets it
+    installed from the project's Spack environment (``spack -e <repo> install <spec>``, a
+    no-op once installed).
+
+    Where: the system's partitions say (their ``build_on`` extra, the site file's
+    ``BUILD_ON``). ``compute``, a cluster site's default: a batch job on the partition, one
+    node with all its cores (``spack install -j``), Spack's progress in the job's output, its
+    time limit the measured build time on this project's 2-core machine (BUILD_FIGURES: a
+    node's cores only shorten it). ``login``: on the login node, for centres that build there
+    (the local site builds before ReFrame starts, so its fixture is a no-op).
     """
+
+    #: The current figures (docs/timings.md) that bound a build from nothing, by the Spack
+    #: spec's package; and the limit where the table has no such row.
+    BUILD_FIGURES = {"openfoam-org": "spack.org12", "openfoam": "build.v2512"}
+    UNMEASURED_LIMIT = "12h"
 
     valid_systems = ["*"]
     valid_prog_environs = ["+reduction-schedule"]
-    local = True
     num_tasks = 1
-    time_limit = "6h"  # a Spack build of OpenFOAM from nothing takes hours
+    time_limit = "6h"
     executable = "true"
     sourcesdir = None
+
+    @run_after("init")
+    def build_where_the_site_builds(self):
+        from reframe.core.runtime import runtime
+
+        partitions = runtime().system.partitions
+        self.local = all(p.extras.get("build_on", "login") == "login" for p in partitions)
 
     @run_after("setup")
     def choose_build(self):
@@ -177,6 +196,17 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
             self.executable_opts = [
                 "-e", str(REPO), "install", "--dont-restage", extras["spack_spec"],
             ]  # fmt: skip
+        if not self.local:
+            self.on_a_compute_node(extras.get("spack_spec", ""))
+
+    def on_a_compute_node(self, spec: str) -> None:
+        """One whole node of the partition for as long as the build took here."""
+        cores = self.current_partition.extras.get("cores") or 1
+        self.num_cpus_per_task = cores
+        self.exclusive_access = True
+        if self.executable == "spack":
+            self.executable_opts[3:3] = ["-j", str(cores)]
+        self.time_limit = build_time_limit(spec, self.BUILD_FIGURES, self.UNMEASURED_LIMIT)
 
     @sanity_function
     def assert_built(self):
@@ -189,6 +219,17 @@ class PatchedOpenFOAMBuild(rfm.RunOnlyRegressionTest):
         return sn.assert_found(
             r"^/\S+$", self.stdout, msg="the local OpenFOAM build printed no folder"
         )
+
+
+def build_time_limit(spec: str, figures: dict[str, str], unmeasured: str) -> str:
+    """The measured time of the spec's build from nothing, rounded up to the hour."""
+    from topofoam.results.timings import current_figures
+
+    package = spec.split("@")[0]
+    figure = current_figures().get(figures.get(package, ""))
+    if figure is None:
+        return unmeasured
+    return f"{max(1, math.ceil(figure.seconds / 3600))}h"
 
 
 class PreparedSolverMix(PreparedCase):

@@ -1,0 +1,56 @@
+"""The current figures of docs/timings.md: the newest measurement of each timed thing.
+
+``./bench run``'s start-up estimate (localsite/estimate.py) and the build fixture's time limit
+(topofoam.checks.fixtures) read them, so that no duration is typed into the code: a newer
+measurement in the table is the next figure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from topofoam import paths
+
+#: Where the current figures are: the first table of docs/timings.md, under this heading.
+TIMINGS = paths.REPO / "docs" / "timings.md"
+HEADING = "## Current figures"
+
+
+@dataclass(frozen=True)
+class Figure:
+    seconds: float
+    date: str
+    machine: str
+
+
+def _seconds(text: str) -> float | None:
+    """'1 h 2 min', '8 min 57 s', '21 s' -> seconds; None for anything else."""
+    units = {"h": 3600, "min": 60, "s": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*(h|min|s)\b", text)
+    rest = re.sub(r"(\d+(?:\.\d+)?)\s*(h|min|s)\b", "", text).strip(" *")
+    if not parts or rest:
+        return None
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def current_figures(path: Path | None = None) -> dict[str, Figure]:
+    """The rows of the current-figures table whose key is in backticks and whose figure is a
+    time: {key: Figure}. A row that does not read as one is left out (no number for it)."""
+    try:
+        text = (path or TIMINGS).read_text()
+    except OSError:
+        return {}
+    _, found, rest = text.partition(HEADING + "\n")
+    if not found:
+        return {}
+    figures = {}
+    for line in rest.split("\n## ")[0].splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) < 5 or not re.fullmatch(r"`[\w.-]+`", cells[0]):
+            continue
+        seconds = _seconds(cells[2])
+        if seconds is not None:
+            figures[cells[0].strip("`")] = Figure(seconds, cells[3], cells[4])
+    return figures
