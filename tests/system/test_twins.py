@@ -127,4 +127,11 @@ def test_multinode_check_runs_on_the_twin(site, tmp_path):
         assert (int(r["allreduce_value"]) == 0) == (r["variant"] == "global+sums"), r
         used = r["placement_used"]
         assert used == "block" if r["variant"] != "local+global" else used.startswith("split")
+    # The build fixture ran as the site's batch job on a whole twin node (BUILD_ON compute),
+    # this machine's v1912 build standing in for Spack's install (a no-op: built).
+    (build,) = (tmp_path / "results" / "reframe" / "output").glob("*/*/*/PatchedOpenFOAMBuild_*")
+    script = (build / "rfm_job.sh").read_text()
+    cores = {"vsc5": 128, "hpc2": 48}[site]
+    assert f"#SBATCH --cpus-per-task={cores}" in script and "#SBATCH --exclusive" in script
+    assert re.search(r"^/\S+$", (build / "rfm_job.out").read_text(), re.M)
     assert not list((tmp_path / "run").glob("twin-*/state.json"))
