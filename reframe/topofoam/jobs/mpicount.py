@@ -94,3 +94,39 @@ def by_host(sent: dict[tuple[str, int, int], int], hosts: list[str]) -> dict[str
         pair = out.setdefault(kind, [0, 0])
         pair[0 if hosts[src] != hosts[dst] else 1] += n
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def routed_along_tree(
+    ranks: int,
+    allreduces: tuple[int, int],
+    inter_node: tuple[int, int],
+    sent: tuple[int, int],
+    tree_inter_node_edges: int,
+) -> str | None:
+    """Whether the all-reductions a variant took off MPI_Allreduce went along its tree, by
+    the messages counted: each is a gather up and a scatter down its ``ranks - 1`` edges, so
+    it adds ``2 (ranks - 1)`` MPI_Send messages, ``2 x tree_inter_node_edges`` of them between
+    nodes. The pairs are (standard run, variant): all-reduce calls and MPI_Send messages,
+    summed over the ranks, between nodes and in all. None if the counts are what the tree
+    says; else why not, in one line."""
+    moved = allreduces[0] - allreduces[1]
+    if moved <= 0 or moved % ranks:
+        return (
+            f"{allreduces[1]} MPI_Allreduce calls beside standard's {allreduces[0]}: no whole "
+            f"number of reductions over {ranks} ranks was taken off MPI_Allreduce"
+        )
+    reductions = moved // ranks
+    added = sent[1] - sent[0]
+    across = inter_node[1] - inter_node[0]
+    if added != 2 * (ranks - 1) * reductions:
+        return (
+            f"{reductions} reductions moved off MPI_Allreduce added {added} MPI_Send messages, "
+            f"not {2 * (ranks - 1) * reductions} (2 x {ranks - 1} tree edges each)"
+        )
+    if across != 2 * tree_inter_node_edges * reductions:
+        return (
+            f"{reductions} reductions sent {across} messages between nodes, not "
+            f"{2 * tree_inter_node_edges * reductions} (2 x the schedule's "
+            f"{tree_inter_node_edges} inter-node edges each)"
+        )
+    return None
