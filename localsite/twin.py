@@ -29,6 +29,7 @@ from rankmap import topology
 from rankmap.errors import InputError
 from topofoam import paths
 from topofoam.config import settings
+from topofoam.validation import sitecheck
 
 SITE_CONFIGS = paths.REPO / "site-configs"
 #: The sites a twin can be made of: every cluster site file (the local one is this machine).
@@ -94,13 +95,11 @@ def load_site(site: str) -> dict:
     """The site file's ReFrame configuration, as a cluster reads it (no twin substitution)."""
     path = site_file(site)
     env = os.environ.pop("TOPOFOAM_TWIN", None)
-    sys.path.insert(0, str(SITE_CONFIGS))
     try:
-        return runpy.run_path(str(path))["site_configuration"]
-    except SystemExit as e:  # sitekit's one-line refusal of a bad value
-        raise TwinError(str(e.code)) from None
+        return sitecheck.load(path)
+    except sitecheck.SiteCheckError as e:  # sitekit's one-line refusal of a bad value
+        raise TwinError(str(e)) from None
     finally:
-        sys.path.remove(str(SITE_CONFIGS))
         if env is not None:
             os.environ["TOPOFOAM_TWIN"] = env
 
