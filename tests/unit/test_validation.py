@@ -18,6 +18,8 @@ from topofoam.validation.expectations import Expectation, ExpectationsError
 from topofoam.validation.sessions import Key, Session
 
 PART = "site:part"
+#: The units the checks log, by a metric's first letters.
+UNITS = {"ban": "MB/s", "rtt": "us"}
 N = 8
 
 
@@ -39,7 +41,7 @@ def expect(samples=None, value=None, unit="s", margin=0.05, k=None):
 def session(samples: dict, failed=(), nodes=None, parts=None):
     s = Session("u" * 36, "20261125T000000+0000", {"tag": "t"})
     s.samples = {k: list(v) for k, v in samples.items()}
-    s.units = {k: ("MB/s" if k.metric == "bandwidth" else "s") for k in samples}
+    s.units = {k: UNITS.get(k.metric[:3], "s") for k in samples}
     s.partitions = set(parts or {k.partition for k in samples})
     s.failed = list(failed)
     s.nodes = nodes or {}
@@ -197,7 +199,7 @@ def test_expectations_round_trip(tmp_path):
     "content, said",
     [
         (None, "no such expectations file"),
-        ("expectations: [", "not readable as YAML"),
+        ("expectations: [", "cannot be read as YAML"),
         ("format: 1\nsystem: site\n", "no 'expectations' list"),
         (
             "format: 0\nsystem: site\nexpectations: []\n",
@@ -226,8 +228,8 @@ def test_a_bad_expectations_file_is_named_with_the_fix(tmp_path, content, said):
         ({"margin": -0.1}, "margin -0.1 is not a number from 0 to 10"),
         ({"unit": "calls"}, "unit 'calls' is not judged"),
         ({"samples": [1.0, -2.0]}, "are not positive numbers"),
-        ({"samples": None}, "give either 'samples'"),
-        ({"value": 2.9}, "give either 'samples'"),
+        ({"samples": None}, "give one of 'sessions'"),
+        ({"value": 2.9}, "give one of 'sessions'"),
         ({"metric": None}, None),
     ],
 )

@@ -65,6 +65,25 @@ def _number(text: str):
         return None
 
 
+def _unit(units: dict[str, str], metric: str, logged: str) -> tuple[str, str | None]:
+    """The unit a row logged ``metric`` in, and why the row cannot be read (None when it
+    can). The metric's unit of this reading (``units``) is the suite's for it
+    (values.reading_unit): a row in another unit of the same quantity is converted to it,
+    a row in a unit of another quantity, or of a name's other quantity, is rejected."""
+    logged = "" if logged in EMPTY else logged
+    if not logged:
+        units.setdefault(metric, "")
+        return "", None
+    problem = values.unit_problem(metric, logged)
+    if problem:
+        return logged, problem
+    if not units.get(metric):
+        units[metric] = values.reading_unit(metric, logged)
+    if values.convert(1.0, logged, units[metric]) is None:
+        return logged, f"{metric} is in {logged}, other rows in {units[metric]}"
+    return logged, None
+
+
 def run_identity(row: dict, line: str) -> tuple:
     """What makes ``row`` one run: ReFrame's test case and job columns where the row has
     them, else its whole line."""
@@ -137,21 +156,21 @@ def read_file(path: Path, out: Perflogs, *, system: str = "", partition: str = "
             if key in ("system", "partition"):
                 continue
             if key.endswith("_unit"):
-                if value not in EMPTY and not out.units.get(key[:-5]):
-                    out.units[key[:-5]] = value
-                continue
+                continue  # read with its value
             if key.endswith("_value"):
                 metric = key[:-6]
-                out.units.setdefault(metric, "")
+                unit, why = _unit(out.units, metric, raw.get(f"{metric}_unit", ""))
                 if value in EMPTY:
                     row[metric] = None
                     continue
                 number_ = _number(value)
                 if number_ is None:
                     invalid = invalid or f"{metric} is {value!r}, not a number"
+                elif why:
+                    invalid = invalid or why
                 else:
-                    unit = raw.get(f"{metric}_unit", "")
                     invalid = invalid or values.performance(metric, unit, number_)
+                    number_ = values.convert(number_, unit, out.units[metric])
                 row[metric] = number_
                 measured |= number_ is not None
                 continue

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from topofoam import output
+from topofoam import output, yamlfile
 from topofoam.results import perflog
 from topofoam.results.merge import robust
 
@@ -59,9 +59,9 @@ def problem(path: Path) -> str | None:
     and every reference be [value, lower, upper, unit] with a finite value above zero and
     finite bounds. ReFrame would otherwise judge every run against a NaN."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        return f"{path} cannot be read as YAML ({type(e).__name__}) -- write it again with python -m topofoam.results.references"
+        data = yamlfile.load(path)
+    except yamlfile.YamlError as e:
+        return f"{e} (or write it again with python -m topofoam.results.references)"
     if not isinstance(data, dict):
         return f"{path} is not a references file (an object keyed by check) -- write it again"
     for check, entry in data.items():

@@ -214,3 +214,110 @@ def choose(default, times: dict) -> Choice:
     return Choice(
         default, fastest, c, f"default kept: the fastest is not significantly faster, {why}"
     )
+
+
+# -- between sessions ------------------------------------------------------------------------
+#
+# A baseline of k sessions holds each session's median. The variance that matters between a
+# baseline and a later session is the session-to-session one (another allocation, another day,
+# another node's thermal state), which the repeats of one session do not see. A new session's
+# median is judged against the session medians as a new draw from their distribution: on the
+# log scale, d = log(M) - mean(log m_i) over s * sqrt(1 + 1/k), with s the medians' standard
+# deviation, is Student-t with k - 1 degrees of freedom (a prediction interval).
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _ibeta(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * _ibeta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The t with P(T <= t) = p (bisection: the CDF is monotone)."""
+    low, high = -1e3, 1e3
+    for _ in range(200):
+        mid = (low + high) / 2
+        if t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+#: Below this relative spread, session medians are taken as identical (a deterministic
+#: measure): the spread is floored here so that the test stays defined.
+SPREAD_FLOOR = 1e-6
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A session's median M against k earlier sessions' medians: the ratio M / their
+    geometric mean, its 95 % prediction interval, the one-sided p of "larger", the
+    between-session spread (a relative standard deviation) and the smallest increase this
+    baseline detects at the 5 % level (one-sided)."""
+
+    ratio: float
+    low: float
+    high: float
+    p_larger: float
+    spread: float
+    detectable: float
+    sessions: int
+
+
+def drift(session_medians, median: float, confidence: float = CONFIDENCE) -> Drift:
+    """``median`` (a new session's) against ``session_medians`` (3 at least, all > 0)."""
+    logs = [math.log(float(v)) for v in session_medians]
+    k = len(logs)
+    if k < 3 or median <= 0:
+        raise ValueError("a drift needs 3 session medians at least and a positive median")
+    mean = statistics.fmean(logs)
+    s = max(statistics.stdev(logs), SPREAD_FLOOR)
+    scale = s * math.sqrt(1 + 1 / k)
+    d = math.log(median) - mean
+    half = t_quantile(1 - (1 - confidence) / 2, k - 1) * scale
+    return Drift(
+        ratio=math.exp(d),
+        low=math.exp(d - half),
+        high=math.exp(d + half),
+        p_larger=1 - t_cdf(d / scale, k - 1),
+        spread=math.expm1(s),
+        detectable=math.expm1(t_quantile(confidence, k - 1) * scale),
+        sessions=k,
+    )

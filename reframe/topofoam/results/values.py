@@ -15,6 +15,11 @@ Domains:
   - a count (unit calls): zero or more, whole;
   - columns that describe the layout (nodes, ppn, tasks, cells, steps): whole numbers >= 1;
   - the site's node-hour price: a finite number >= 0.
+
+Units: a value logged in another unit of the same quantity (a wall time in ms, a bandwidth
+in GB/s) is converted to the unit the suite reads that metric in (``reading_unit``: seconds,
+but microseconds for round trips; MB/s; s/step), so that no reader takes milliseconds for
+seconds; a unit of another quantity than the metric's (a rate on a round trip) is refused.
 """
 
 from __future__ import annotations
@@ -44,6 +49,58 @@ WHOLE_POSITIVE = (
 WHOLE = ("write_every",)
 #: Finite numbers of at least 0.
 NON_NEGATIVE = ("node_hour_price",)
+
+
+#: Units of one quantity, each as a multiple of the first: values convert within a family,
+#: never across families. (Decimal prefixes, as ReFrame's and the checks' MB/s are.)
+FAMILIES = (
+    {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0},
+    {"s/step": 1.0, "ms/step": 1e-3, "us/step": 1e-6},
+    {"MB/s": 1.0, "GB/s": 1e3, "kB/s": 1e-3, "B/s": 1e-6, "MiB/s": 1.048576, "GiB/s": 1073.741824},
+)
+#: Words in a metric's name that say which quantity it is (a latency is a time).
+_TIME_WORDS = ("rtt", "latency", "wall", "time", "_us")
+_RATE_WORDS = ("bandwidth", "mbps", "rate")
+
+
+def family(unit: str) -> dict | None:
+    return next((f for f in FAMILIES if unit in f), None)
+
+
+def convert(value: float, unit: str, to: str) -> float | None:
+    """``value`` in ``unit`` expressed in ``to``; None when the two are not units of one
+    quantity (an empty unit is taken as ``to``: logs of checks that stated none)."""
+    if unit == to or not unit:
+        return value
+    f = family(unit)
+    if f is None or to not in f:
+        return None
+    return value * f[unit] / f[to]
+
+
+def reading_unit(metric: str, unit: str) -> str:
+    """The unit the suite reads ``metric`` in, given one it was logged in: seconds for
+    times (microseconds for round trips and latencies, the checks' own), s/step, MB/s; an
+    unknown unit is read as it is."""
+    f = family(unit)
+    if f is None:
+        return unit
+    first = next(iter(f))
+    if first == "s" and any(w in metric.lower() for w in ("rtt", "latency", "_us")):
+        return "us"
+    return first
+
+
+def unit_problem(metric: str, unit: str) -> str | None:
+    """Why ``unit`` cannot be ``metric``'s (its name says a time and the unit is a rate, or
+    the other way round), or None."""
+    name = metric.lower()
+    f = family(unit)
+    if f is FAMILIES[2] and any(w in name for w in _TIME_WORDS) and "rate" not in name:
+        return f"{metric} is a time, and {unit} is a rate"
+    if f in (FAMILIES[0], FAMILIES[1]) and any(w in name for w in _RATE_WORDS):
+        return f"{metric} is a rate, and {unit} is a time"
+    return None
 
 
 def describe(value: float) -> str:

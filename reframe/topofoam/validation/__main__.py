@@ -2,6 +2,7 @@
 
     python -m topofoam.validation judge   -C site-configs/vsc5.py [--session QUERY]
     python -m topofoam.validation record  -C site-configs/vsc5.py [--session QUERY] [--add]
+    python -m topofoam.validation record  -C site-configs/vsc5.py --sessions QUERY
     python -m topofoam.validation compare -C site-configs/vsc5.py --before QUERY [--after QUERY]
     python -m topofoam.validation published --system vsc5 --partition vsc5:zen3_0512 \
         --environ openfoam-org12-patched --out site-configs/expectations/vsc5.yaml
@@ -9,7 +10,9 @@
 ``judge``: the latest validation session (or QUERY's) against the system's expectations
 (topofoam.paths.expectations_file, or --expectations); with --record-first, a system without
 expectations gets them recorded from this session instead, and is told so. ``record``: a
-session's measurements as expectations. ``compare``: regressions of one session against an
+session's measurements as expectations; with ``--sessions QUERY``, a baseline of several
+sessions (3 at least, each checked as healthy against the others), judged later against
+their session-to-session spread. ``compare``: regressions of one session against an
 earlier one, with what changed on the nodes. ``published``: seed 000 Table 2's latencies of a
 system as expectations, before any baseline session exists. QUERY is ReFrame's: a session UUID, a period
 (``20261101:20261102``, ``now-30d:now``) or a filter on --session-extras (``?tag=="bios"``).
@@ -68,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
             v.add_argument(
                 "--add", action="store_true", help="keep the file's expectations, add the new"
             )
+            v.add_argument(
+                "--sessions",
+                metavar="QUERY",
+                help=f"a baseline of several sessions: every validation session QUERY selects "
+                f"({expectations.MIN_SESSIONS} at least, on other allocations or days); each "
+                f"expectation holds their medians and is judged against their spread",
+            )
         if name == "compare":
             v.add_argument(
                 "--before", required=True, help="the earlier session (a UUID, period or filter)"
@@ -123,6 +133,8 @@ def _main(args) -> int:
 
 
 def _run(args) -> int:
+    if args.verb == "record" and args.sessions:
+        return _record_baseline(args)
     session = _session(args.config, args.session)
     system = _system(session)
     if args.verb == "record":
@@ -162,13 +174,23 @@ def _run(args) -> int:
         )
         return 0
     expected = expectations.load(path, system)
-    v = judge.judge(expected, session)
+    try:
+        v = judge.judge(expected, session)
+    except expectations.ExpectationsError as e:
+        raise expectations.ExpectationsError(f"{path}: {e}") from None
     counts = v.counts()
     tally = (
         f"{counts[judge.PASS]} pass, {counts[judge.FAIL]} fail, {counts[judge.INCONCLUSIVE]} inconclusive "
         f"of {len(v.judgements) + len(v.missing) + len(v.failed_cases)}; expectations: {path}"
     )
     lines = [*v.lines(), tally]
+    if any(e.samples for e in expected):
+        lines.append(
+            f"note: {path} holds a one-session baseline: it cannot see the drift between "
+            f"sessions -- after {expectations.MIN_SESSIONS} sessions on other allocations or "
+            f"days, record them together (python -m topofoam.validation record -C "
+            f"{args.config} --sessions QUERY --out {path})"
+        )
     moved = expectations.margins_moved(expected, session)
     if moved:
         lines.append(
@@ -191,6 +213,31 @@ def _hand_in(v, lines: list[str], stem: Path, session: sessions.Session, changed
     written += outputs.write(v, stem, outputs.session_stem(session.start, session.uuid), changed)
     print(f"written: {', '.join(map(str, written))}")
     return EXIT[v.status]
+
+
+def _record_baseline(args) -> int:
+    """``record --sessions QUERY``: the sessions' medians as expectations, after each was
+    checked as a healthy baseline (expectations.degraded)."""
+    found = sessions.validation_sessions(args.config, args.sessions)
+    systems = {_system(s) for s in found}
+    if len(systems) != 1:
+        raise sessions.SessionError(
+            f"--sessions {args.sessions!r} selects sessions of {len(systems)} systems "
+            f"({', '.join(sorted(systems))}) -- select one system's"
+        )
+    system = systems.pop()
+    where = args.out or paths.results_dir() / "expectations" / f"{system}.yaml"
+    path = output.file(where, "--out")
+    new = expectations.from_sessions(found)
+    if args.add and path.exists():
+        known = {e.key for e in new}
+        new += [e for e in expectations.load(path, system) if e.key not in known]
+    expectations.write(path, system, new, f"a baseline of {len(found)} sessions")
+    print(
+        f"validation: recorded {len(new)} expectation(s) of {system} in {path} from "
+        f"{len(found)} sessions ({found[0].label()} to {found[-1].label()})"
+    )
+    return 0
 
 
 def _record(session: sessions.Session, system: str, path: Path, add: bool) -> int:

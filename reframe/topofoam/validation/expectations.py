@@ -16,17 +16,20 @@ from __future__ import annotations
 import csv
 import datetime
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from topofoam import output
+from topofoam import output, yamlfile
+from topofoam.results import values
 from topofoam.validation.sessions import (
     MARGIN_RULE,
     UNITS,
     Key,
     Session,
+    SessionError,
     better,
     valid_margin,
 )
@@ -51,6 +54,8 @@ class Expectation:
     source: str
     samples: tuple[float, ...] = ()
     value: float | None = None
+    #: A baseline of several sessions: each one's median (MIN_SESSIONS at least).
+    sessions: tuple[float, ...] = ()
 
 
 def _fix(path: Path) -> str:
@@ -70,11 +75,9 @@ def load(path: Path, system: str) -> list[Expectation]:
             f"(python -m topofoam.validation record -C <site> --out {path})"
         )
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ExpectationsError(
-            f"{path}: not readable as YAML ({type(e).__name__}) -- {_fix(path)}"
-        ) from None
+        data = yamlfile.load(path)
+    except yamlfile.YamlError as e:
+        raise ExpectationsError(str(e)) from None
     if not isinstance(data, dict) or not isinstance(data.get("expectations"), list):
         raise ExpectationsError(f"{path}: no 'expectations' list -- {_fix(path)}")
     if data.get("format") != FORMAT:
@@ -110,6 +113,9 @@ def _entry(path: Path, n: int, entry) -> Expectation:
     except KeyError as e:
         raise ExpectationsError(f"{where} has no {e.args[0]!r} -- {_fix(path)}") from None
     way = better(unit)
+    problem = values.unit_problem(key.metric, unit)
+    if problem:
+        raise ExpectationsError(f"{where} ({key}): {problem} -- correct its unit")
     if way is None:
         raise ExpectationsError(
             f"{where} ({key}): unit {unit!r} is not judged ({', '.join(UNITS)}) -- correct it"
@@ -119,10 +125,24 @@ def _entry(path: Path, n: int, entry) -> Expectation:
         raise ExpectationsError(
             f"{where} ({key}): margin {margin!r} is {MARGIN_RULE} -- correct it"
         )
-    samples, value = entry.get("samples"), entry.get("value")
-    if (samples is None) == (value is None):
+    samples, value, medians = entry.get("samples"), entry.get("value"), entry.get("sessions")
+    if sum(x is not None for x in (samples, value, medians)) != 1:
         raise ExpectationsError(
-            f"{where} ({key}): give either 'samples' (a baseline's repeats) or one published 'value' -- correct it"
+            f"{where} ({key}): give one of 'sessions' (a baseline's session medians), "
+            f"'samples' (one session's repeats) or one published 'value' -- correct it"
+        )
+    if medians is not None:
+        if (
+            not isinstance(medians, list)
+            or len(medians) < MIN_SESSIONS
+            or not all(_positive(v) for v in medians)
+        ):
+            raise ExpectationsError(
+                f"{where} ({key}): sessions {medians!r} are not {MIN_SESSIONS} or more positive "
+                f"numbers -- {_fix(path)}"
+            )
+        return Expectation(
+            key, unit, way, float(margin), source, sessions=tuple(float(v) for v in medians)
         )
     if samples is not None:
         if not isinstance(samples, list) or not samples or not all(_positive(v) for v in samples):
@@ -148,12 +168,18 @@ def _positive(x) -> bool:
 def from_session(session: Session, host: str = "") -> list[Expectation]:
     """A baseline session's observations as expectations, each with the margin its partition
     stated (validate_margins), else its unit's."""
+    if session.invalid:
+        raise SessionError(
+            f"session {session.label()} logged {len(session.invalid)} value(s) that are not "
+            f"measurements ({session.invalid[0]}) -- mend the check or its node and record "
+            f"from a session without them"
+        )
     source = f"baseline session {session.label()}" + (f" on {host}" if host else "")
     out = []
-    for key, values in sorted(session.samples.items()):
+    for key, measured in sorted(session.samples.items()):
         unit = session.units[key]
         margin = session.margins.get(key, MARGINS[unit])
-        out.append(Expectation(key, unit, better(unit), margin, source, tuple(values)))
+        out.append(Expectation(key, unit, better(unit), margin, source, tuple(measured)))
     return out
 
 
@@ -167,6 +193,84 @@ def margins_moved(expected: list[Expectation], session: Session) -> list[str]:
         stated = session.margins.get(e.key)
         if e.samples and stated is not None and stated != e.margin:
             out.append(f"{e.key}: {e.margin:g} held, {stated:g} stated")
+    return out
+
+
+#: A baseline's sessions at least: with 3, the between-session spread has 2 degrees of
+#: freedom, and a change of about 3.4 spreads is detectable; fewer cannot estimate it.
+MIN_SESSIONS = 3
+#: How many scaled MADs of the other sessions a baseline session may be worse by (the
+#: screening's rule, topofoam.validation.screening.K).
+DEGRADED_K = 3.5
+
+
+def from_sessions(baseline: list[Session], host: str = "") -> list[Expectation]:
+    """A baseline of several sessions (MIN_SESSIONS at least, each on another allocation or
+    day) as expectations: for every measurement all of them made, each session's median.
+    SessionError when there are too few, or one of them is no healthy baseline
+    (``degraded``)."""
+    if len(baseline) < MIN_SESSIONS:
+        raise SessionError(
+            f"a baseline is {MIN_SESSIONS} sessions at least, on different allocations or "
+            f"days; {len(baseline)} selected -- validate again later, then record them together"
+        )
+    problems = degraded(baseline)
+    if problems:
+        raise SessionError(
+            f"{problems[0]}{f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''} "
+            f"-- a baseline must be healthy: leave that session out of the query, or mend the "
+            f"node and validate again"
+        )
+    latest = baseline[-1]
+    labels = ", ".join(s.label().split(" (")[0] for s in baseline)
+    source = f"baseline of {len(baseline)} sessions ({labels})" + (f" on {host}" if host else "")
+    out = []
+    for key in sorted(set.intersection(*(set(s.samples) for s in baseline))):
+        unit = latest.units[key]
+        margin = latest.margins.get(key, MARGINS[unit])
+        medians = tuple(_median_in(s, key, unit) for s in baseline)
+        out.append(Expectation(key, unit, better(unit), margin, source, sessions=medians))
+    if not out:
+        raise SessionError(
+            f"the {len(baseline)} sessions have no measurement in common -- record sessions "
+            f"that ran the same validation selection"
+        )
+    return out
+
+
+def _median_in(session: Session, key, unit: str) -> float:
+    return values.convert(statistics.median(session.samples[key]), session.units[key], unit)
+
+
+def degraded(baseline: list[Session]) -> list[str]:
+    """Why sessions of a would-be baseline cannot be part of it, one line each: failed test
+    cases, values that are not measurements, or a measurement worse than the other
+    sessions' median by more than DEGRADED_K scaled MADs of theirs AND by more than its
+    margin (a slow first session would otherwise become what is expected)."""
+    out = []
+    for s in baseline:
+        if s.failed or s.invalid:
+            out.append(f"session {s.label()}: {(s.failed + s.invalid)[0]}")
+    for key in sorted(set.intersection(*(set(s.samples) for s in baseline))):
+        unit = baseline[-1].units[key]
+        way = better(unit)
+        margin = baseline[-1].margins.get(key, MARGINS[unit])
+        worse = [  # larger is worse
+            m if way == "lower" else 1 / m for m in (_median_in(s, key, unit) for s in baseline)
+        ]
+        for i, s in enumerate(baseline):
+            others = worse[:i] + worse[i + 1 :]
+            centre = statistics.median(others)
+            mad = 1.4826 * statistics.median(abs(v - centre) for v in others)
+            if worse[i] > centre * (1 + margin) and worse[i] > centre + DEGRADED_K * mad:
+                if way == "lower":
+                    how = f"{(worse[i] / centre - 1) * 100:.1f} % slower than"
+                else:
+                    how = f"{(1 - centre / worse[i]) * 100:.1f} % lower than"
+                out.append(
+                    f"session {s.label()}: {key} is {how} the other sessions' median "
+                    f"(margin {margin * 100:g} %)"
+                )
     return out
 
 
@@ -215,13 +319,20 @@ def published(system: str, partition: str, environ: str, topology_name: str) -> 
     return out
 
 
+def _rounded(v: float) -> float:
+    """Six significant digits: a round trip in s keeps its digits as one in us does."""
+    return float(f"{v:.6g}")
+
+
 def write(path: Path, system: str, expectations: list[Expectation], note: str) -> None:
     """Write ``expectations`` for review; a header says what the file is."""
     entries = []
     for e in expectations:
         entry = {**e.key.as_dict(), "unit": e.unit, "better": e.better, "margin": e.margin}
-        if e.samples:
-            entry["samples"] = [round(v, 6) for v in e.samples]
+        if e.sessions:
+            entry["sessions"] = [_rounded(v) for v in e.sessions]
+        elif e.samples:
+            entry["samples"] = [_rounded(v) for v in e.samples]
         else:
             entry["value"] = e.value
         entry["source"] = e.source

@@ -22,12 +22,13 @@ Faster is never a failure; a significant improvement is reported beside PASS.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
 
-from topofoam.results import stats
-from topofoam.validation.expectations import Expectation
+from topofoam.results import stats, values
+from topofoam.validation.expectations import Expectation, ExpectationsError
 from topofoam.validation.sessions import Key, Session
 
 ALPHA = 1 - stats.CONFIDENCE
@@ -61,6 +62,9 @@ class Judgement:
     faster: bool = False
     #: What a ratio above 1 means: 'slower' (times) or 'lower' (rates).
     worse: str = "slower"
+    #: The smallest worsening this baseline and these repeats detect (a ratio - 1, larger
+    #: is worse), None where the repeats are too few to tell.
+    detectable: float | None = None
 
     def line(self) -> str:
         """``<check> on <partition>: <what> expected <x>, measured <y> (n=..), p=..``."""
@@ -71,14 +75,19 @@ class Judgement:
             head += f"; {self.change()} (margin {self.allowed()})"
         if self.p_adjusted is not None:
             head += f", p={_p(self.p_adjusted)} (Holm)"
+        if self.detectable is not None:
+            head += f", detects from {self.as_change(1 + self.detectable)}"
         return head + (f": {self.reason}" if self.reason else "")
 
     def allowed(self) -> str:
         """The margin as the change it allows, read as ``change()`` reads: a time '+10 %',
         a rate '-23 %' (the judgement's limit is the ratio 1 + margin either way)."""
-        if self.worse == "slower":
-            return _pct(1 + self.margin)
-        return _pct(1 / (1 + self.margin))
+        return self.as_change(1 + self.margin)
+
+    def as_change(self, ratio: float) -> str:
+        """An oriented ratio (above 1 is worse) as the change it is: a time's '+10 %', a
+        rate's '-9.1 %'."""
+        return _pct(ratio if self.worse == "slower" else 1 / ratio)
 
     def change(self) -> str:
         """The measured change as it reads: time '+19.4 % [+12.2 %, +29.3 %]' (slower is
@@ -108,11 +117,14 @@ class Judgement:
             "faster": self.faster,
             "reason": self.reason,
             "source": self.source,
+            "detectable": self.as_change(1 + self.detectable) if self.detectable else None,
         }
 
 
 def _pct(ratio: float | None) -> str:
-    return "?" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
+    if ratio is None or not math.isfinite(ratio):
+        return "?"
+    return f"{(ratio - 1) * 100:+.1f} %"
 
 
 def _p(p: float) -> str:
@@ -140,13 +152,24 @@ def _one(e: Expectation, measured: list[float]) -> Judgement:
     )
     j.worse = "slower" if e.better == "lower" else "lower"
     x = _oriented(measured, e.better)
-    if e.samples:
+    if e.sessions:
+        k = len(e.sessions)
+        d = stats.drift(_oriented(e.sessions, e.better), statistics.median(x))
+        j.expected = (
+            f"{fmt(statistics.median(e.sessions))} {e.unit} (median of {k} sessions, "
+            f"session-to-session spread {d.spread * 100:.1f} %)"
+        )
+        j.ratio, j.low, j.high, j.p = d.ratio, d.low, d.high, d.p_larger
+        j.faster = 1 - d.p_larger < ALPHA / 2
+        j.detectable = d.detectable
+    elif e.samples:
         j.expected = describe(e.samples, e.unit)
         c = stats.compare(_oriented(e.samples, e.better), x)
         j.ratio, j.low, j.high = c.ratio, c.low, c.high
         if c.p is not None:
             j.p = c.p / 2 if c.ratio > 1 else 1 - c.p / 2
         j.faster = c.verdict == "faster"
+        j.detectable = _detectable(_oriented(e.samples, e.better), x)
     else:
         j.expected = f"{fmt(e.value)} {e.unit} ({e.source})"
         reference = _oriented([e.value], e.better)[0]
@@ -158,7 +181,42 @@ def _one(e: Expectation, measured: list[float]) -> Judgement:
         if len(x) >= 2:
             above = sum(v > threshold for v in x)
             j.p = sum(math.comb(len(x), i) for i in range(above, len(x) + 1)) / 2 ** len(x)
+            noise = _detectable(x, [])
+            j.detectable = None if noise is None else (1 + e.margin) * (1 + noise) - 1
     return j
+
+
+def _detectable(a: list[float], b: list[float]) -> float | None:
+    """The smallest worsening that would be significant (one-sided, 5 %) between samples
+    ``a`` and ``b`` of this spread, on the log scale: t(n - 2) x the pooled standard
+    deviation x sqrt(1/n_a + 1/n_b); with ``b`` empty, of one sample's mean (sqrt(1/n_a)).
+    None below 2 repeats a side."""
+    groups = [[math.log(v) for v in g] for g in (a, b) if g]
+    if any(len(g) < 2 for g in groups):
+        return None
+    dof = sum(len(g) - 1 for g in groups)
+    pooled = math.sqrt(sum((len(g) - 1) * statistics.variance(g) for g in groups) / dof)
+    scale = math.sqrt(sum(1 / len(g) for g in groups))
+    return math.expm1(stats.t_quantile(1 - ALPHA, dof) * pooled * scale)
+
+
+def _in_unit(e: Expectation, unit: str) -> Expectation:
+    """``e`` in the unit its measurement is in (an expectation in ms of a time measured in
+    s is converted); ExpectationsError when the units are of two quantities."""
+    if unit == e.unit:
+        return e
+    factor = values.convert(1.0, e.unit, unit)
+    if factor is None:
+        raise ExpectationsError(
+            f"{e.key} is expected in {e.unit} but measured in {unit} -- correct the "
+            f"expectation's unit (or record it again)"
+        )
+    return dataclasses.replace(
+        e,
+        unit=unit,
+        samples=tuple(v * factor for v in e.samples),
+        value=None if e.value is None else e.value * factor,
+    )
 
 
 def holm(ps: list[float]) -> list[float]:
@@ -241,7 +299,7 @@ def judge(expectations: list[Expectation], session: Session) -> Verdict:
     judgements, missing = [], []
     for e in wanted:
         if e.key in session.samples:
-            judgements.append(_one(e, session.samples[e.key]))
+            judgements.append(_one(_in_unit(e, session.units[e.key]), session.samples[e.key]))
         else:
             missing.append(e.key)
     tested = [j for j in judgements if j.p is not None]
@@ -254,7 +312,7 @@ def judge(expectations: list[Expectation], session: Session) -> Verdict:
     v = Verdict(
         INCONCLUSIVE,
         judgements,
-        list(session.failed),
+        [*session.failed, *session.invalid],
         missing,
         unexpected,
         sorted(ran),

@@ -24,6 +24,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topofoam.results import values as values_
+
 #: Which way is better, by unit. Only these are judged: times and rates the checks measure
 #: (derived figures such as FVOPS and T* repeat the wall time, counts are not performance).
 LOWER = ("s", "ms", "us")
@@ -67,6 +69,8 @@ class Session:
     #: What each node was (NodeFingerprint's ``description``), by partition.
     nodes: dict[str, dict] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
+    #: Values the checks logged that cannot be measurements (NaN, negative...), one line each.
+    invalid: list[str] = field(default_factory=list)
     #: Every partition the session ran a test case on, passed or not.
     partitions: set[str] = field(default_factory=set)
 
@@ -216,11 +220,15 @@ def from_record(record: dict) -> Session:
             if judged is not None and metric not in judged:
                 continue
             value, unit = values[0], values[4] if len(values) > 4 else ""
-            if better(unit) is None or not isinstance(value, (int, float)):
+            if better(unit) is None:
                 continue
             key = Key(check, part, case.get("environ", ""), setting, metric)
-            samples[key].append(float(value))
-            out.units[key] = unit
+            why = _not_a_measurement(metric, value, unit)
+            if why:
+                out.invalid.append(f"{case.get('display_name', check)} on {part}: {why}")
+                continue
+            out.units[key] = reading = values_.reading_unit(metric, unit)
+            samples[key].append(values_.convert(float(value), unit, reading))
             margin = margin_stated(stated, check, unit)
             if margin is not None:
                 out.margins[key] = float(margin)
@@ -228,6 +236,17 @@ def from_record(record: dict) -> Session:
         out.failed[:0] = failed_fixtures[part]
     out.samples = dict(samples)
     return out
+
+
+def _not_a_measurement(metric: str, value, unit: str) -> str | None:
+    """Why a stored performance value cannot be a sample (None when it can): not a number,
+    NaN, infinite, zero or negative, or in a unit of another quantity than its name's."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return f"{metric} is {value!r}, not a number"
+    why = values_.unit_problem(metric, unit) or values_.performance(metric, unit, float(value))
+    if why is None and value <= 0:
+        why = f"{metric} is {values_.describe(float(value))}"
+    return why and f"{why}, not a measurement"
 
 
 def _failure(case: dict, check: str, part: str) -> str:

@@ -191,13 +191,12 @@ def check_account(system: dict, report: Report) -> None:
 
 def externals(spack_yaml: Path) -> list[tuple[str, str, str]]:
     """(package, spec, prefix) of every external of a site's Spack settings."""
-    import yaml  # Spack's YAML: the report's dependency, not the checks'
+    from topofoam import yamlfile  # PyYAML: the report's dependency, not the checks'
 
     try:
-        data = yaml.safe_load(spack_yaml.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise SiteCheckError(f"{spack_yaml}: cannot read it ({e}) -- give the site's "
-                             f"<site>.spack.yaml with --spack-yaml") from None  # fmt: skip
+        data = yamlfile.load(spack_yaml) or {}
+    except yamlfile.YamlError as e:
+        raise SiteCheckError(f"{e} (the site's <site>.spack.yaml, --spack-yaml)") from None
     found = []
     packages = data.get("packages") if isinstance(data, dict) else None
     for name, settings in (packages or {}).items():

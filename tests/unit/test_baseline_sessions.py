@@ -1,0 +1,154 @@
+"""Baselines of several sessions (issue 54): each expectation holds the medians of 3 or more
+sessions, a later session is judged against their session-to-session spread (a Student-t
+prediction interval), every verdict line states the smallest change it detects, a degraded
+session is refused as part of a baseline, and a measurement of one value a session (the
+screening's) can PASS. The sessions are TEST DATA: seeded draws with a between-session drift of
+1 % and repeats with 1 % noise, not measurements (this machine's drift is measured by
+localsite.validatebench)."""
+
+import math
+import random
+
+import pytest
+from scipy import stats as scipy_stats
+from test_validation import key
+
+from topofoam.results import stats
+from topofoam.validation import expectations, judge
+from topofoam.validation.sessions import Key, Session, SessionError
+
+WALL = key()
+BANDWIDTH = Key("FabricScreening", "site:part", "env", "-", "median_bandwidth")
+DRIFT = 0.01  # between sessions (relative standard deviation)
+NOISE = 0.01  # between the repeats of one session
+
+
+def a_session(n, *, slower=1.0, slower_link=1.0, repeats=6, seed=0, day="2026112"):
+    rng = random.Random(seed * 1000 + n)
+    level = 1 + rng.gauss(0, DRIFT)
+    s = Session(f"{n:08d}" + "u" * 28, f"{day}{n}T000000+0000", {})
+    s.samples = {
+        WALL: [10.0 * level * slower * (1 + rng.gauss(0, NOISE)) for _ in range(repeats)],
+        BANDWIDTH: [9000.0 * level / slower_link],  # one figure a session
+    }
+    s.units = {WALL: "s", BANDWIDTH: "MB/s"}
+    s.partitions = {"site:part"}
+    return s
+
+
+def baseline(k=5, **kw):
+    return [a_session(n, **kw) for n in range(k)]
+
+
+@pytest.mark.parametrize("df", [2, 4, 9])
+def test_the_t_distribution_is_student_s(df):
+    for t in (-4.0, -1.0, 0.0, 0.5, 2.0, 6.0):
+        assert stats.t_cdf(t, df) == pytest.approx(scipy_stats.t.cdf(t, df), abs=1e-9)
+    for p in (0.025, 0.5, 0.95, 0.975):
+        assert stats.t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), abs=1e-6)
+
+
+def test_a_prediction_interval_covers_unchanged_sessions_at_its_level():
+    """Of 2,000 unchanged sessions drawn like the baseline's four, about 5 % fall outside the
+    95 % prediction interval (binomial: 70 to 130 holds with 99.9 % probability); a
+    test on the pooled repeats instead would be far too narrow."""
+    rng = random.Random(3)
+    outside = 0
+    for _ in range(2000):
+        medians = [math.exp(rng.gauss(0, 0.05)) for _ in range(4)]
+        d = stats.drift(medians, math.exp(rng.gauss(0, 0.05)))
+        outside += not (0.025 <= d.p_larger <= 0.975)
+    assert 70 <= outside <= 130
+
+
+def test_fewer_than_three_sessions_are_no_baseline():
+    with pytest.raises(SessionError, match=r"a baseline is 3 sessions at least.*; 2 selected"):
+        expectations.from_sessions(baseline(2))
+
+
+def test_a_baseline_round_trips_through_its_file(tmp_path):
+    found = expectations.from_sessions(baseline())
+    path = tmp_path / "site.yaml"
+    expectations.write(path, "site", found, "a test")
+    loaded = {e.key: e for e in expectations.load(path, "site")}
+    assert len(loaded[WALL].sessions) == 5 and not loaded[WALL].samples
+    assert loaded[WALL].sessions == pytest.approx(
+        [e for e in found if e.key == WALL][0].sessions, rel=1e-5
+    )
+    assert "baseline of 5 sessions" in loaded[WALL].source
+
+
+def verdict(base, later):
+    return judge.judge(expectations.from_sessions(base), later)
+
+
+def judged(v, k):
+    (j,) = [j for j in v.judgements if j.key == k]
+    return j
+
+
+def test_an_unchanged_session_passes_and_a_15_percent_slower_solver_fails():
+    base = baseline()
+    same = judged(verdict(base, a_session(7, seed=1)), WALL)
+    assert same.status == judge.PASS, same.line()
+    slow = judged(verdict(base, a_session(7, seed=1, slower=1.15)), WALL)
+    assert slow.status == judge.FAIL, slow.line()
+    assert "detects from +" in slow.line() and "median of 5 sessions" in slow.line()
+
+
+def test_one_figure_a_session_passes_unchanged_and_fails_at_half_speed():
+    """The screening's figures are one value a session: against one session's value they
+    could never PASS; against a baseline of sessions they can."""
+    base = baseline()
+    same = judged(verdict(base, a_session(8, seed=2)), BANDWIDTH)
+    assert same.status == judge.PASS, same.line()
+    half = judged(verdict(base, a_session(8, seed=2, slower_link=2.0)), BANDWIDTH)
+    assert half.status == judge.FAIL, half.line()
+    assert "rate -50" in half.line() and "detects from -" in half.line()
+
+
+def test_the_detectable_change_grows_with_the_drift_and_shrinks_with_sessions():
+    def detectable(k, spread):
+        medians = [1 + spread * z for z in (-1.0, 0.0, 1.0, -0.5, 0.5, 0.2, -0.2, 0.8)[:k]]
+        return stats.drift(medians, 1.0).detectable
+
+    assert detectable(3, 0.02) > detectable(8, 0.02)
+    assert detectable(5, 0.04) > detectable(5, 0.02)
+
+
+def test_a_degraded_session_is_refused_as_part_of_a_baseline():
+    base = baseline(4)
+    base[0] = a_session(0, slower=1.15)  # the first session ran on a degraded node
+    with pytest.raises(SessionError) as e:
+        expectations.from_sessions(base)
+    said = str(e.value)
+    assert said.startswith(f"session {base[0].label()}: SolverValidation on site:part")
+    assert "% slower than the other sessions' median (margin 5 %)" in said
+    assert " -- a baseline must be healthy" in said
+    expectations.from_sessions(baseline(4))  # the fault-free control is accepted
+
+
+def test_a_session_with_a_failed_case_is_refused_as_part_of_a_baseline():
+    base = baseline(3)
+    base[1].failed = ["SolverValidation %repeat=0 on site:part: sanity error"]
+    with pytest.raises(SessionError, match=r"sanity error -- a baseline must be healthy"):
+        expectations.from_sessions(base)
+
+
+@pytest.mark.parametrize("medians", [[1.0, 2.0], [1.0, -1.0, 2.0], "fast"])
+def test_bad_session_medians_are_refused(tmp_path, medians):
+    import yaml
+
+    entry = {**WALL.as_dict(), "unit": "s", "sessions": medians, "source": "t"}
+    path = tmp_path / "site.yaml"
+    path.write_text(yaml.safe_dump({"format": 1, "system": "site", "expectations": [entry]}))
+    with pytest.raises(expectations.ExpectationsError, match=r"are not 3 or more positive numbers"):
+        expectations.load(path, "site")
+
+
+def test_every_line_of_a_one_session_verdict_states_what_it_detects():
+    base = a_session(0)
+    found = expectations.from_session(base)
+    v = judge.judge(found, a_session(1))
+    wall = judged(v, WALL)
+    assert "detects from +" in wall.line()
