@@ -314,6 +314,49 @@ def test_bad_sessions_and_expectations_are_one_line(baseline, tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_rest(
+    baseline, tmp_path
+):
+    """Issue 54: a baseline of three real sessions; a fourth on half the CPU time, offered
+    as part of it, is refused, named; the same session judged against the three FAILs its
+    solver, each line saying what it detects."""
+    for tag in ("again-1", "again-2"):
+        done = validate(baseline, tag)
+        assert done.returncode in (0, 1, 3), shown(done)
+    slow = validate(baseline, "slow-base", quota=QUOTA, reframe_args=only("SolverValidation"))
+    assert slow.returncode in (1, 3), shown(slow)
+    env = dict(os.environ, TOPOFOAM_RESULTS=str(baseline), SLURM_CONF=os.devnull)
+    out = tmp_path / "sessions.yaml"
+
+    def record(tags):
+        query = f"?tag in {tags!r}"
+        return subprocess.run(
+            [PYTHON, "-m", "topofoam.validation", "record", "-C", "site-configs/local.py",
+             "--sessions", query, "--out", str(out)],
+            cwd=REPO, capture_output=True, text=True, env=env,
+        )  # fmt: skip
+
+    refused = record(("baseline", "again-1", "again-2", "slow-base"))
+    assert refused.returncode == 2 and not out.exists(), refused.stdout + refused.stderr
+    assert (
+        "slow-base" in refused.stderr and "slower than the other sessions' median" in refused.stderr
+    )
+    assert len(refused.stderr.strip().splitlines()) == 1
+    taken = record(("baseline", "again-1", "again-2"))
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    entries = yaml.safe_load(out.read_text())["expectations"]
+    assert entries and all(len(e["sessions"]) == 3 for e in entries)
+    judged = subprocess.run(
+        [PYTHON, "-m", "topofoam.validation", "judge", "-C", "site-configs/local.py",
+         "--expectations", str(out), "--session", '?tag=="slow-base"'],
+        cwd=REPO, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    solver = judgement(verdict_of(baseline), "SolverValidation", "wall")
+    assert solver["status"] == "FAIL" and "median of 3 sessions" in solver["expected"], solver
+    assert solver["detectable"].startswith("+"), solver
+
+
 # -- a wrong binding -----------------------------------------------------------------------
 
 
