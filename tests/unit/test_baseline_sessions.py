@@ -87,24 +87,20 @@ def judged(v, k):
     return j
 
 
-def test_an_unchanged_session_passes_and_a_15_percent_slower_solver_fails():
+@pytest.mark.parametrize(
+    "measurement, fault, said",
+    [(WALL, {"slower": 1.15}, "time +1"), (BANDWIDTH, {"slower_link": 2.0}, "rate -4")],
+)
+def test_an_unchanged_session_passes_and_a_realistic_fault_fails(measurement, fault, said):
+    """A 15 % slower solver, and a half-speed link. The screening's figures are one value a
+    session: against one session's value they could never PASS; against sessions they can."""
     base = baseline()
-    same = judged(verdict(base, a_session(7, seed=1)), WALL)
+    same = judged(verdict(base, a_session(7, seed=1)), measurement)
     assert same.status == judge.PASS, same.line()
-    slow = judged(verdict(base, a_session(7, seed=1, slower=1.15)), WALL)
-    assert slow.status == judge.FAIL, slow.line()
-    assert "detects from +" in slow.line() and "median of 5 sessions" in slow.line()
-
-
-def test_one_figure_a_session_passes_unchanged_and_fails_at_half_speed():
-    """The screening's figures are one value a session: against one session's value they
-    could never PASS; against a baseline of sessions they can."""
-    base = baseline()
-    same = judged(verdict(base, a_session(8, seed=2)), BANDWIDTH)
-    assert same.status == judge.PASS, same.line()
-    half = judged(verdict(base, a_session(8, seed=2, slower_link=2.0)), BANDWIDTH)
-    assert half.status == judge.FAIL, half.line()
-    assert "rate -50" in half.line() and "detects from -" in half.line()
+    faulty = judged(verdict(base, a_session(7, seed=1, **fault)), measurement)
+    assert faulty.status == judge.FAIL, faulty.line()
+    assert said in faulty.line() and "median of 5 sessions" in faulty.line()
+    assert f"detects from {said[5]}" in faulty.line()
 
 
 def test_the_detectable_change_grows_with_the_drift_and_shrinks_with_sessions():

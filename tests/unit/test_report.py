@@ -584,6 +584,12 @@ def test_the_verdict_section_shows_each_partitions_latest_judged_session(tmp_pat
     assert "PASS" in rows["oci:nps1"] and "20261128T110000+0000" in rows["oci:nps1"]
     assert "nothing judged" in rows["oci:emu"]
     assert "1 session(s) judged nothing" in section and "20261128T120000+0000" in section
+    # The history: nps2's solver over its sessions, the FAIL marked as the first regressed.
+    history = [ln for ln in section.splitlines() if ln.startswith("| SolverValidation on oci:nps2")]
+    assert [("PASS" in ln, ln.rstrip("| ").endswith("first regressed")) for ln in history] == [
+        (True, False),
+        (False, True),
+    ]
     # A newer passing session of nps2 makes it PASS, and the headline with it.
     kept_verdict(results, "20261128T130000+0000", ["oci:nps2"], "PASS", (1, 0, 0),
                  [judged("PASS", "oci:nps2")])  # fmt: skip

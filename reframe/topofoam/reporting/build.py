@@ -20,6 +20,7 @@ from topofoam.reporting.document import Document, Figure, Section, Table, markdo
 from topofoam.results import perflog, stats
 from topofoam.results import stages as kinds
 from topofoam.results.merge import RULE, Group, group
+from topofoam.validation import history
 
 
 def size(x) -> str:
@@ -144,7 +145,7 @@ class Builder:
         else. Each partition's latest session that judged something (topofoam.validation keeps
         one verdict file per session); the headline is the worst of them, and a session that
         judged nothing (a screening with no expectations yet) is listed, never the headline."""
-        verdicts = _verdicts(self.results, self.system, self.notes)
+        verdicts = history.kept(self.results, self.system, self.notes)
         if not verdicts:
             return
         latest = _latest_by_partition(verdicts)
@@ -199,6 +200,21 @@ class Builder:
                 caption="Each expectation: medians with their 95 % CIs and repeats",
             )
         )
+        if len(verdicts) > 1:
+            rows = [
+                [name, p.session, p.status, p.measured, p.change,
+                 history.FIRST if p.first_regressed else ""]
+                for name, points in sorted(history.series(verdicts).items())
+                for p in points
+            ]  # fmt: skip
+            sec.add(
+                Table(
+                    ["measurement", "session", "verdict", "measured", "change", ""],
+                    rows,
+                    caption=f"History: each measurement over the {len(verdicts)} kept "
+                    f"verdicts, oldest first (python -m topofoam.validation history)",
+                )
+            )
 
     def summary(self, coll: Collection, groups: list[Group], table: Path, since: str):
         passed = sum(r.get("result") == "pass" for r in coll.rows)
@@ -874,34 +890,6 @@ class Builder:
 
 
 VERDICT_ORDER = {"PASS": 1, "INCONCLUSIVE": 2, "FAIL": 3}
-
-
-def _verdicts(results: Path, system: str, notes: list[str]) -> list[dict]:
-    """Every kept verdict of ``system``, oldest first: one file per session under
-    validation/verdict-<system>/, or (results written before those were kept) the one
-    latest file validation/verdict-<system>.json."""
-    kept = sorted((results / "validation" / f"verdict-{system}").glob("*.json"))
-    if not kept:
-        kept = [p for p in [results / "validation" / f"verdict-{system}.json"] if p.exists()]
-    found = []
-    for path in kept:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            notes.append(f"{path}: the validation verdict could not be read ({e})")
-            continue
-        if (
-            not isinstance(data, dict)
-            or not isinstance(data.get("verdict"), str)
-            or not isinstance(data.get("partitions"), list)
-        ):
-            notes.append(
-                f"{path}: not a verdict of topofoam.validation (no verdict and partitions "
-                f"list); left out"
-            )
-            continue
-        found.append({"path": path, "data": data})
-    return found
 
 
 def _judged_anything(data: dict) -> bool:

@@ -4,6 +4,7 @@
     python -m topofoam.validation record  -C site-configs/vsc5.py [--session QUERY] [--add]
     python -m topofoam.validation record  -C site-configs/vsc5.py --sessions QUERY
     python -m topofoam.validation compare -C site-configs/vsc5.py --before QUERY [--after QUERY]
+    python -m topofoam.validation history [--system vsc5] [--metric wall]
     python -m topofoam.validation published --system vsc5 --partition vsc5:zen3_0512 \
         --environ openfoam-org12-patched --out site-configs/expectations/vsc5.yaml
 
@@ -13,7 +14,9 @@ expectations gets them recorded from this session instead, and is told so. ``rec
 session's measurements as expectations; with ``--sessions QUERY``, a baseline of several
 sessions (3 at least, each checked as healthy against the others), judged later against
 their session-to-session spread. ``compare``: regressions of one session against an
-earlier one, with what changed on the nodes. ``published``: seed 000 Table 2's latencies of a
+earlier one, with what changed on the nodes. ``history``: each measurement's judgements
+over the kept verdicts (one per session), the session it first regressed in marked.
+``published``: seed 000 Table 2's latencies of a
 system as expectations, before any baseline session exists. QUERY is ReFrame's: a session UUID, a period
 (``20261101:20261102``, ``now-30d:now``) or a filter on --session-extras (``?tag=="bios"``).
 The verdict is printed and written as JSON and JUnit XML under <results>/validation.
@@ -27,7 +30,7 @@ import sys
 from pathlib import Path
 
 from topofoam import output, paths
-from topofoam.validation import expectations, judge, outputs, regressions, sessions
+from topofoam.validation import expectations, history, judge, outputs, regressions, sessions
 
 EXIT = {judge.PASS: 0, judge.FAIL: 1, judge.INCONCLUSIVE: 3}
 #: The sessions searched when none is named: the last year's.
@@ -45,6 +48,9 @@ def parser() -> argparse.ArgumentParser:
     pub.add_argument("--environ", required=True, help="the environment FabricValidation runs in")
     pub.add_argument("--topology", required=True, help="the partition's topology (rankmap preset)")
     pub.add_argument("--out", type=Path, required=True)
+    hist = verbs.add_parser("history")
+    hist.add_argument("--system", help="default: every system with kept verdicts")
+    hist.add_argument("--metric", default="", help="only measurements whose name holds this")
     for name in ("judge", "record", "compare"):
         v = verbs.add_parser(name)
         v.add_argument(
@@ -86,6 +92,35 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _history(args) -> int:
+    """Each measurement's judgements over the kept verdicts, the first regressed marked."""
+    results = paths.results_dir()
+    names = [args.system] if args.system else history.systems(results)
+    if not names:
+        print(
+            f"validation: no kept verdicts under {results / 'validation'} -- validate first "
+            f"(./bench validate, or python -m topofoam.validation judge)",
+            file=sys.stderr,
+        )
+        return 2
+    for system in names:
+        notes: list[str] = []
+        verdicts = history.kept(results, system, notes)
+        if not verdicts:
+            known = ", ".join(history.systems(results)) or "none"
+            print(
+                f"validation: no kept verdicts of {system!r} under {results / 'validation'} "
+                f"(systems with verdicts: {known}) -- give one of those with --system",
+                file=sys.stderr,
+            )
+            return 2
+        for line in history.lines(system, verdicts, args.metric):
+            print(line)
+        for note in notes:
+            print(f"note: {note}")
+    return 0
+
+
 def _session(config: Path, query: str) -> sessions.Session:
     """The latest validation session of ``query`` (the last year's when empty)."""
     return sessions.validation_sessions(config, query or RECENT)[-1]
@@ -119,6 +154,8 @@ def _main(args) -> int:
             f"validation: wrote {len(found)} published expectation(s) of {args.system} to {args.out}"
         )
         return 0
+    if args.verb == "history":
+        return _history(args)
     if not args.config.is_file():
         print(
             f"validation: {args.config}: no such site configuration -- give site-configs/<site>.py",
