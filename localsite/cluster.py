@@ -19,11 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from localsite import cpuquota
 from localsite.slurm import (
     NodeLayout,
     SlurmDaemons,
@@ -149,6 +151,10 @@ class EmulatedCluster(SlurmDaemons):
         self.log_dir = self.root / "log"
         #: Rate-limited links (TOPOFOAM_EMU_LINKS): node -> tc rate, e.g. {"node3": "100mbit"}.
         self.link_limits = settings.emu_links()
+        #: CPU quotas (TOPOFOAM_EMU_CPU): node -> fraction of the machine's cores' time.
+        self.cpu_quotas = settings.emu_cpu()
+        #: Files bound over others in one node (TOPOFOAM_EMU_BIND): node -> [(source, target)].
+        self.binds = settings.emu_binds()
         #: What every link costs (TOPOFOAM_FABRIC; None: the links as they are).
         self.fabric = fabric.from_environment()
         self.fabric_lib = self.root / "fabric" / "libtopofoam-fabric.so"
@@ -220,12 +226,17 @@ class EmulatedCluster(SlurmDaemons):
                 "not root -- the emulated cluster needs root (network namespaces, "
                 "Slurm daemons); run as root or skip the 'emu' partition"
             )
-        unknown = sorted(set(self.link_limits) - set(self.hosts))
-        if unknown:
-            raise SlurmError(
-                f"TOPOFOAM_EMU_LINKS limits {', '.join(unknown)}, which this {self.nodes}-node "
-                f"cluster does not have -- name nodes node1 to node{self.nodes}"
-            )
+        for setting, named in (
+            ("TOPOFOAM_EMU_LINKS", self.link_limits),
+            ("TOPOFOAM_EMU_CPU", self.cpu_quotas),
+            ("TOPOFOAM_EMU_BIND", self.binds),
+        ):
+            unknown = sorted(set(named) - set(self.hosts))
+            if unknown:
+                raise SlurmError(
+                    f"{setting} names {', '.join(unknown)}, which this {self.nodes}-node "
+                    f"cluster does not have -- name nodes node1 to node{self.nodes}"
+                )
         tools = ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "sinfo")
         for tool in tools + (("tc",) if self.link_limits or self.fabric else ()):
             if shutil.which(tool) is None:
@@ -387,6 +398,8 @@ SlurmdParameters=config_overrides
         mounts = f"mount --bind {self.root / 'hosts'} /etc/hosts"
         if tmpfs:
             mounts += f" && mount --bind {tmpfs} {self.node_tmp}"
+        for source, target in self.binds.get(hostname, []):
+            mounts += f" && mount --bind {shlex.quote(source)} {shlex.quote(target)}"
         inner = [
             "unshare",
             "--uts",
@@ -407,15 +420,28 @@ SlurmdParameters=config_overrides
             lambda: self.node_states() is not None, 20, "slurmctld", self.daemon_log("slurmctld")
         )
         for host in self.hosts:
-            self.spawn(
-                f"slurmd-{host}",
-                self._in_namespaces(
-                    host,
-                    f"slurmd -D -N {host} -f {self.conf}",
-                    self.netns[host],
-                    self.root / f"tmp-{host}",
-                ),
+            argv = self._in_namespaces(
+                host,
+                f"slurmd -D -N {host} -f {self.conf}",
+                self.netns[host],
+                self.root / f"tmp-{host}",
             )
+            if host in self.cpu_quotas:
+                argv = self._under_quota(host, argv)
+            self.spawn(f"slurmd-{host}", argv)
+
+    def _under_quota(self, host: str, argv: list[str]) -> list[str]:
+        """``argv`` started inside a CPU quota of its own: the node's slurmd, and so every
+        job step it starts (proctrack/linuxproc leaves them in its cgroup), runs slower."""
+        try:
+            group = cpuquota.make(self.cpu_quotas[host], f"topofoam-{self.bridge}-{host}")
+        except cpuquota.QuotaError as e:
+            raise SlurmError(f"TOPOFOAM_EMU_CPU: {e}, or unset it") from None
+        state = self._state()
+        state.setdefault("cgroups", []).append(str(group))
+        self._record(state)
+        enter = f'echo $$ > {group / "cgroup.procs"} && exec "$@"'
+        return ["sh", "-c", enter, "sh", *argv]
 
     # -- stop ------------------------------------------------------------------------------
 
@@ -445,6 +471,8 @@ SlurmdParameters=config_overrides
         for link in reversed(state["links"]):
             if subprocess.run(["ip", "link", "del", link], capture_output=True).returncode == 0:
                 removed.append(link)
+        for group in state.get("cgroups", []):
+            cpuquota.remove(Path(group))
         self.state_file.unlink(missing_ok=True)
         shutil.rmtree(spool_dir(self.munge_socket), ignore_errors=True)
         try:

@@ -24,8 +24,9 @@ class QuotaError(RuntimeError):
     pass
 
 
-def run(fraction: float, command: list[str], **kwargs) -> int:
-    """``command``'s exit status, run under the quota."""
+def make(fraction: float, name: str) -> Path:
+    """A cgroup ``name`` whose processes share ``fraction`` of this machine's cores' time;
+    QuotaError when the fraction or the machine does not allow it."""
     if not 0 < fraction <= 1:
         raise QuotaError(f"the fraction is {fraction}, not in (0, 1] -- give e.g. 0.8")
     if not (CPU_CGROUP / "cpu.cfs_quota_us").exists():
@@ -33,30 +34,45 @@ def run(fraction: float, command: list[str], **kwargs) -> int:
             f"no cgroup v1 cpu controller at {CPU_CGROUP} -- this positive control needs "
             f"CFS bandwidth control (cgroup v1 'cpu')"
         )
-    group = CPU_CGROUP / f"topofoam-quota-{os.getpid()}"
+    group = CPU_CGROUP / name
     try:
-        group.mkdir()
+        group.mkdir(exist_ok=True)
     except PermissionError:
         raise QuotaError(f"cannot create {group} -- run as root") from None
+    (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    quota = round(fraction * (os.cpu_count() or 1) * PERIOD_US)
+    (group / "cpu.cfs_quota_us").write_text(str(quota))
+    return group
+
+
+def enter(group: Path) -> None:
+    """Put the calling process (and so all it starts later) into ``group``."""
+    with open(group / "cgroup.procs", "w") as f:
+        f.write(str(os.getpid()))
+
+
+def remove(group: Path) -> None:
+    """Remove ``group``; whatever still runs in it goes back to the root group first."""
+    if not group.is_dir():
+        return
+    for pid in (group / "cgroup.procs").read_text().split():
+        try:
+            (CPU_CGROUP / "cgroup.procs").write_text(pid)
+        except OSError:
+            pass
     try:
-        (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-        quota = round(fraction * (os.cpu_count() or 1) * PERIOD_US)
-        (group / "cpu.cfs_quota_us").write_text(str(quota))
-        procs = str(group / "cgroup.procs")
-
-        def enter():  # in the child, before exec: it and all it starts are limited
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
-
-        return subprocess.run(command, preexec_fn=enter, **kwargs).returncode
-    finally:
-        # Every process of the command has ended; anything left goes back to the root group.
-        for pid in (group / "cgroup.procs").read_text().split():
-            try:
-                (CPU_CGROUP / "cgroup.procs").write_text(pid)
-            except OSError:
-                pass
         group.rmdir()
+    except OSError:
+        pass
+
+
+def run(fraction: float, command: list[str], **kwargs) -> int:
+    """``command``'s exit status, run under the quota."""
+    group = make(fraction, f"topofoam-quota-{os.getpid()}")
+    try:
+        return subprocess.run(command, preexec_fn=lambda: enter(group), **kwargs).returncode
+    finally:
+        remove(group)  # every process of the command has ended
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,8 @@ SolverValidation (laplacianFoam's wall time on one node) and StorageValidation (
 which decomposePar and reconstructPar write on shared and node-local storage) repeat their
 measurement ``validate_repeats`` times. FabricScreening measures every link between the nodes of one
 allocation and fails naming the node or link that is slower than its peers
-(topofoam.validation.screening). ReFrame's results store keeps the session; ``python -m
+(topofoam.validation.screening); NodeScreening measures every node's solver, memory
+bandwidth and fingerprint against its peers'. ReFrame's results store keeps the session; ``python -m
 topofoam.validation`` judges it against the site's expectations, or against an earlier
 session (docs/checks.md).
 """
@@ -311,3 +312,149 @@ class FabricScreening(rfm.RunOnlyRegressionTest, OnFabric):
     @sanity_function
     def no_outlier(self):
         return _screened(self)
+
+
+class NodeScreeningCase(PreparedLayout):
+    """The case every node runs serially, on each of its cores at once: laplacianFoam, as
+    SolverValidation, whose time is mostly the solver's."""
+
+    case = parameter(["laplacianFoam"])
+
+
+@sn.deferrable
+def _nodes_screened(test: "NodeScreening") -> bool:
+    """Every node measured, judged against its peers; each outlier and each fingerprint
+    difference is a line."""
+    text = Path(test.stagedir, test.job.stdout).read_text(errors="replace")
+    try:
+        rounds = screening.parse_rounds(text)
+        prints = screening.parse_prints(text)
+        if not rounds:
+            raise screening.ScreeningError("the probe printed no result: see the job's stderr")
+        if test.screen_nodes and len(rounds) != test.screen_nodes:
+            raise screening.ScreeningError(
+                f"{len(rounds)} node(s) measured, {test.screen_nodes} allocated: see the "
+                f"job's stderr"
+            )
+        found = screening.screen_nodes(rounds, prints, test.screen_margins)
+    except screening.ScreeningError as e:
+        raise SanityError(str(e)) from None
+    test.node_figures = found.figures
+    test.screened = found.summary()
+    Path(test.stagedir, "nodes.json").write_text(
+        json.dumps(
+            {
+                "rule": found.rule(),
+                "rounds": rounds,
+                "nodes": found.figures,
+                "fingerprints": prints,
+                "outliers": [o.line() for o in found.outliers],
+                "differences": found.differences,
+            },
+            indent=1,
+        )
+    )
+    lines = [o.line() for o in found.outliers] + found.differences
+    if lines:
+        raise SanityError("; ".join(lines) + f" ({found.rule()})")
+    return True
+
+
+@sn.deferrable
+def _nodes(test: "NodeScreening", figure: str, pick) -> float:
+    return pick(f[figure] for f in test.node_figures.values())
+
+
+@rfm.simple_test
+class NodeScreening(rfm.RunOnlyRegressionTest):
+    """Every node of one allocation measured against its peers, with no baseline: the solver
+    on all its cores at once and the memory bandwidth (topofoam.jobs.nodeprobe), and its
+    fingerprint. A node slower than its peers, or whose fingerprint differs from most of
+    theirs, fails, named (topofoam.validation.screening's rule, its threshold from the
+    measured spread). The nodes are measured at the same time, so that drift cancels; on an
+    emulated partition, whose nodes share this machine's cores, one after another, the
+    rounds interleaved."""
+
+    valid_systems = ["+multinode"]
+    valid_prog_environs = ["+reduction-schedule"]
+    prepared = fixture(NodeScreeningCase, scope="environment")
+    num_tasks_per_node = 1
+    time_limit = "20m"
+    tags = {"validate", "screening"}
+    keep_files = ["nodes.json"]
+    stage = variable(str, value="screening", loggable=True)
+    #: Nodes to screen: as FabricScreening's (0: every idle node).
+    screen_nodes = variable(int, value=-1)
+    #: Rounds of the probe on each node.
+    rounds = variable(int, value=3)
+    #: Practical margins by unit over screening.NODE_MARGINS (the partition's
+    #: ``node_margins`` extra).
+    screen_margins = variable(dict, value={})
+    screened = variable(str, value="", loggable=True)
+    node_figures = variable(dict, value={})
+    #: The figures a verdict judges against expectations, where a site records them.
+    validated_metrics = variable(list, value=["median_solver", "median_membw"])
+
+    @run_after("setup")
+    def allocation(self):
+        part = self.current_partition
+        extras = part.extras
+        if self.screen_nodes < 0:
+            self.screen_nodes = int(extras.get("screen_nodes", max(extras.get("nodes", [0]))))
+        self.skip_if(
+            0 < self.screen_nodes < screening.MIN_NODES,
+            f"screening compares a node with its peers: {screening.MIN_NODES} nodes at least, "
+            f"{part.fullname} gives {self.screen_nodes} (its screen_nodes extra, or "
+            f"-S NodeScreening.screen_nodes=N; 0 for every idle node)",
+        )
+        self.num_tasks = self.screen_nodes
+        self.screen_margins = {**extras.get("node_margins", {}), **self.screen_margins}
+        # Declared cores that are not this node's own (an emulated or twin node): the probe
+        # takes the cores its task may use.
+        cores = extras.get("cores") if extras.get("declared_is_real", True) else 0
+        if cores:
+            self.num_cpus_per_task = int(cores)
+        probe = [
+            sys.executable, "-m", "topofoam.jobs.nodeprobe",
+            "--case", self.prepared.case_path(), "--solver", self.prepared.facts().solver,
+            "--ranks", str(cores or 0),
+        ]  # fmt: skip
+        if extras.get("emulated"):
+            # One node after another, the rounds interleaved: the nodes share this
+            # machine's cores and would measure each other at once.
+            from reframe.core.backends import getlauncher
+
+            self.job.launcher = getlauncher("local")()
+            line = " ".join(map(str, probe))
+            self.executable = "bash"
+            self.executable_opts = [
+                "-c",
+                f"'for r in $(seq 1 {self.rounds}); do "
+                f'for h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do '
+                f'extra=; [ "$r" = 1 ] && extra=--fingerprint; '
+                f'srun -w "$h" -N1 -n1 {line} --round-from $r --rounds 1 $extra || exit 1; '
+                f"done; done'",
+            ]
+        else:
+            self.executable = probe[0]
+            self.executable_opts = [
+                *map(str, probe[1:]),
+                "--rounds",
+                str(self.rounds),
+                "--fingerprint",
+            ]
+        self.descr = f"every node against its peers ({self.screen_nodes or 'all idle'} nodes)"
+        self.perf_variables = {
+            "median_solver": sn.make_performance_function(
+                _nodes(self, "solver_s", statistics.median), "s"
+            ),
+            "slowest_solver": sn.make_performance_function(_nodes(self, "solver_s", max), "s"),
+            "median_membw": sn.make_performance_function(
+                _nodes(self, "membw", statistics.median), "MB/s"
+            ),
+            "lowest_membw": sn.make_performance_function(_nodes(self, "membw", min), "MB/s"),
+        }
+
+    @sanity_function
+    def no_outlier(self):
+        return _nodes_screened(self)

@@ -38,9 +38,11 @@ PERFLOG_NOISE = [
         "num_tasks_per_core",
         "num_tasks_per_socket",
         "executable_opts",
-        # FabricScreening's parsed links, for its performance figures: the perflog row has
-        # their medians and slowest, and screening.json has every link.
+        # FabricScreening's parsed links and NodeScreening's node figures, for their
+        # performance figures: the perflog row has their medians and slowest, and
+        # screening.json / nodes.json have every link and node.
         "links",
+        "node_figures",
     )
 ]
 

@@ -1,4 +1,5 @@
-"""Fabric screening, proven by injecting the fault: on the emulated cluster (4 nodes, each a
+"""Fabric and node screening, proven by injecting the fault: one node under a CPU quota of
+its own is named by the node screening, its peers not; on the emulated cluster (4 nodes, each a
 network namespace), one node's link limited by a real token bucket (tc tbf, on both ends of
 its veth pair) is named by the validation verdict, and its peers are not; the cluster as it
 is passes, and its first validation records its expectations. The screening program runs
@@ -6,7 +7,9 @@ through Slurm's srun on all idle nodes of the partition (ReFrame's flexible allo
 
 import json
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -18,31 +21,21 @@ SLOW = "node3"
 RATE = "200mbit"  # about 25 MB/s; the veths carry over 1,000 MB/s here
 
 
-def validate_emu(results, links=""):
+def validate_emu(results, links="", cpu="", binds="", only=""):
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_EMU_LINKS=links)
+    env.update(TOPOFOAM_EMU_CPU=cpu, TOPOFOAM_EMU_BIND=binds)
     env.pop("SLURM_CONF", None)
-    command = [
-        PYTHON,
-        "-m",
-        "localsite.cli",
-        "validate",
-        "--partition",
-        "emu",
-        "--",
-        "-t",
-        "screening",
-    ]
+    command = [PYTHON, "-m", "localsite.cli", "validate", "--partition", "emu", "--"]
+    command += ["-t", "screening"] + (["-n", only] if only else [])
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 
 
-def screened(results):
+def screened(results, check="FabricScreening", name="screening.json"):
     """The screening's figures: in the output folder when it passed, else (ReFrame keeps a
     failed test's stage folder) in the stage folder of its last try."""
-    found = sorted(results.glob("reframe/output/local/emu/*/FabricScreening*/screening.json"))
-    found = found or sorted(
-        results.glob("reframe/stage/local/emu/*/FabricScreening*/screening.json")
-    )
-    assert found, f"no screening.json under {results}"
+    found = sorted(results.glob(f"reframe/output/local/emu/*/{check}*/{name}"))
+    found = found or sorted(results.glob(f"reframe/stage/local/emu/*/{check}*/{name}"))
+    assert found, f"no {name} under {results}"
     return json.loads(found[-1].read_text())
 
 
@@ -58,10 +51,42 @@ def test_the_cluster_as_it_is_passes(tmp_path):
     (perflog,) = (tmp_path / "perflogs" / "local" / "emu").glob("FabricScreening*.log")
     text = perflog.read_text()
     assert "4 nodes, 6 links: bandwidth median" in text and "no outlier(s)" in text
+    # Every node measured against its peers (the node screening's fault-free control).
+    nodes = screened(tmp_path, "NodeScreening", "nodes.json")
+    assert sorted(nodes["nodes"]) == ["node1", "node2", "node3", "node4"]
+    assert nodes["outliers"] == [] and nodes["differences"] == []
+    assert all(len(r["solver_s"]) == 3 for r in nodes["rounds"].values())
+    assert sorted(nodes["fingerprints"]) == ["node1", "node2", "node3", "node4"]
+
+
+def test_a_slow_node_and_a_node_unlike_its_peers_are_named(tmp_path):
+    """Two faults among four nodes, each named and the two healthy peers not: node3 under a
+    CPU quota of 0.8 (its processes share 80 % of this machine's cores' time: its solver
+    about 25 % slower), and node2 whose /proc/meminfo says half the memory (a DIMM or
+    channel missing: its fingerprint differs in one field)."""
+    real = Path("/proc/meminfo").read_text()
+    total = int(re.search(r"^MemTotal:\s+(\d+)", real, re.M).group(1))
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(re.sub(r"^MemTotal:\s+\d+", f"MemTotal: {total // 2}", real, flags=re.M))
+    results = tmp_path / "results"
+    done = validate_emu(
+        results, cpu=f"{SLOW}=0.8", binds=f"node2={meminfo}:/proc/meminfo", only="NodeScreening"
+    )
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
+    fail = [line for line in done.stdout.splitlines() if line.startswith("FAIL: NodeScreening")]
+    assert fail, done.stdout[-4000:]
+    assert f"node {SLOW} is slow: solver time" in fail[0]
+    half, full = round(total / 2 / (1 << 20)), round(total / (1 << 20))
+    assert f"node node2: cpu.memory_gib is {half}, 3 of its 3 peers have {full}" in fail[0]
+    for other in ("node1", "node4"):
+        assert f"node {other}" not in fail[0].split(" (outlier:")[0]
+    nodes = screened(results, "NodeScreening", "nodes.json")
+    walls = {n: f["solver_s"] for n, f in nodes["nodes"].items()}
+    assert walls[SLOW] > 1.15 * max(w for n, w in walls.items() if n != SLOW), walls
 
 
 def test_a_slow_link_names_its_node_in_the_verdict(tmp_path):
-    done = validate_emu(tmp_path, f"{SLOW}={RATE}")
+    done = validate_emu(tmp_path, f"{SLOW}={RATE}", only="FabricScreening")
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Validation verdict: FAIL" in done.stdout
     fail = [line for line in done.stdout.splitlines() if line.startswith("FAIL: FabricScreening")]

@@ -403,3 +403,17 @@ def test_a_margin_reads_as_the_change_it_allows():
     wide = judge.Judgement(k, judge.PASS, "MB/s", 4.0, "", "", worse="lower")
     assert (time.allowed(), rate.allowed(), wide.allowed()) == ("+10.0 %", "-23.1 %", "-80.0 %")
     assert rate.as_dict()["allowed"] == "-23.1 %"
+
+
+def test_a_verdict_against_published_values_alone_says_so_in_its_first_line():
+    """Before a baseline exists: a node with a slow solver is never a plain PASS; the first
+    line says what had no expectation and that the published values are indicative."""
+    k = key("rtt_10", "FabricValidation")
+    published = expect(value=2.9, unit="us", margin=expectations.PUBLISHED_MARGIN, k=k)
+    v = judge.judge([published], session({k: draws(2.9, 0.02), key(): draws(20.0, 0.02)}))
+    assert v.status == judge.PASS
+    assert v.lines()[0].endswith(
+        "; NOT JUDGED: 1 measurement(s) of SolverValidation have no expectation; judged only "
+        "against published values, which are indicative"
+    )
+    assert "indicative" in expectations.published("vsc5", PART, "env", "vsc5")[0].source

@@ -145,6 +145,58 @@ def emu_links() -> dict[str, str]:
     return limits
 
 
+def emu_cpu() -> dict[str, float]:
+    """TOPOFOAM_EMU_CPU: emulated nodes whose processes share only a fraction of this
+    machine's cores' time (a CPU quota), ``node3=0.8``: one slow node among its peers,
+    injected on purpose (the node screening's positive control)."""
+    text = _text("TOPOFOAM_EMU_CPU")
+    if text is None:
+        return {}
+    quotas: dict[str, float] = {}
+    for item in text.split(","):
+        host, _, fraction = (part.strip() for part in item.partition("="))
+        try:
+            value = float(fraction)
+        except ValueError:
+            value = -1.0
+        if not re.fullmatch(r"node[1-8]", host) or not 0 < value <= 1 or host in quotas:
+            raise SettingError(
+                f"TOPOFOAM_EMU_CPU={text!r}: {item.strip()!r} is not NODE=FRACTION, each node "
+                f"once -- give e.g. node3=0.8 (nodes node1 to node8, a fraction of the "
+                f"machine's cores' time above 0 and at most 1; or unset it: no quota)"
+            )
+        quotas[host] = value
+    return quotas
+
+
+def emu_binds() -> dict[str, list[tuple[str, str]]]:
+    """TOPOFOAM_EMU_BIND: files bind-mounted over others inside one emulated node's mount
+    namespace, ``node2=/tmp/meminfo:/proc/meminfo``: a node unlike its peers in one respect
+    (half its memory, another library's version), injected on purpose (the node screening's
+    fingerprint control). Several are separated by commas."""
+    text = _text("TOPOFOAM_EMU_BIND")
+    if text is None:
+        return {}
+    binds: dict[str, list[tuple[str, str]]] = {}
+    for item in text.split(","):
+        host, _, spec = (part.strip() for part in item.partition("="))
+        source, _, target = spec.partition(":")
+        if (
+            not re.fullmatch(r"node[1-8]", host)
+            or not os.path.isabs(source)
+            or not os.path.isabs(target)
+            or not os.path.exists(source)
+            or not os.path.exists(target)
+        ):
+            raise SettingError(
+                f"TOPOFOAM_EMU_BIND={text!r}: {item.strip()!r} is not NODE=SOURCE:TARGET with "
+                f"two existing absolute paths -- give e.g. node2=/tmp/meminfo:/proc/meminfo "
+                f"(or unset it: nothing bound)"
+            )
+        binds.setdefault(host, []).append((source, target))
+    return binds
+
+
 def check_all() -> None:
     """Refuse, before anything starts, any settings variable outside its domain."""
     compare()
@@ -156,6 +208,8 @@ def check_all() -> None:
     emu_slurmctld_port()
     subnet("TOPOFOAM_EMU_SUBNET", "10.77.0")
     emu_links()
+    emu_cpu()
+    emu_binds()
     from topofoam.config import fabric  # it reads its table through this module
 
     fabric.from_environment()

@@ -4,9 +4,10 @@
                                    [--numa-nodes N] [--nps NPSx] [--json FILE]
 
 run on a node (by the validation check, through the job's launcher, one task per node) it
-records: packages, NUMA nodes, cores and hardware threads from hwloc (the topology the MPI
-ranks are bound by, so ``HWLOC_XMLFILE`` and the job's cpuset count); the CPU model and the
-frequency governor; the kernel; the versions of Open MPI, UCX and hwloc and UCX's transports;
+records: packages, NUMA nodes, cores and hardware threads (SMT) from hwloc (the topology the
+MPI ranks are bound by, so ``HWLOC_XMLFILE`` and the job's cpuset count); the CPU model, the
+frequency governor and boost; the kernel; the memory size; each active HCA port's rate and
+width; the versions of Open MPI, UCX and hwloc and UCX's transports;
 the OpenFOAM of the environment. With what the site file declares for the partition it prints
 one line per difference and exits 1, e.g.
 
@@ -80,11 +81,14 @@ def topology() -> dict:
     def count(kind: str) -> int:
         return sum(o.get("type") == kind for o in objects)
 
+    cores, pus = count("Core"), count("PU")
     return {
         "packages": count("Package") or 1,
         "numa_nodes": count("NUMANode") or 1,
-        "cores": count("Core"),
-        "pus": count("PU"),
+        "cores": cores,
+        "pus": pus,
+        # Hardware threads a core: 2 where SMT is on (a BIOS setting changed back shows here).
+        "smt": pus // cores if cores else None,
         "source": os.environ.get("HWLOC_XMLFILE") or "this node (lstopo)",
     }
 
@@ -103,7 +107,52 @@ def cpu() -> dict:
         governor = governor.strip()
     except OSError:
         governor = "none (no cpufreq: a virtual machine, or the BIOS governs)"
-    return {"model": model, "governor": governor, "kernel": platform.release()}
+    return {
+        "model": model,
+        "governor": governor,
+        "boost": boost(),
+        "kernel": platform.release(),
+        "memory_gib": memory_gib(),
+        "hca": hca_links(),
+    }
+
+
+def boost() -> str:
+    """Whether the cores may boost above their base clock: cpufreq's ``boost`` (AMD,
+    acpi-cpufreq) or intel_pstate's ``no_turbo``; 'unknown' where neither is exposed."""
+    base = Path("/sys/devices/system/cpu")
+    for path, on in ((base / "cpufreq" / "boost", "1"), (base / "intel_pstate" / "no_turbo", "0")):
+        try:
+            return "on" if path.read_text().strip() == on else "off"
+        except OSError:
+            continue
+    return "unknown"
+
+
+def memory_gib() -> int | None:
+    """The node's memory in whole GiB (a DIMM or channel missing shows here)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / (1 << 20))
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def hca_links() -> list[str]:
+    """Each active InfiniBand/RoCE port with its rate and width, 'mlx5_0/1: 200 Gb/sec (4X
+    HDR)' (a link trained at half width shows here); empty without an HCA."""
+    out = []
+    for port in sorted(Path("/sys/class/infiniband").glob("*/ports/*")):
+        try:
+            state = (port / "state").read_text().strip()
+            rate = (port / "rate").read_text().strip()
+        except OSError:
+            continue
+        if "ACTIVE" in state:
+            out.append(f"{port.parent.parent.name}/{port.name}: {rate}")
+    return out
 
 
 def open_mpi() -> str | None:

@@ -274,8 +274,17 @@ def degraded(baseline: list[Session]) -> list[str]:
     return out
 
 
-#: A published value's margin: another MPI, another loop, another day than the paper's.
-PUBLISHED_MARGIN = 0.20
+#: A published value's margin. Seed 000 Table 2 measured OpenFOAM's own exchange (Pstream)
+#: among all ranks of a hardware level; FabricValidation measures a two-rank C ping-pong
+#: through MPI, another quantity, on another MPI, another day. The published values are
+#: therefore indicative: only a level at more than twice the paper's round trip is judged a
+#: fault, and agreement closer than that is not claimed.
+PUBLISHED_MARGIN = 1.0
+#: What every published expectation's source says of it.
+INDICATIVE = (
+    "indicative: the paper measured OpenFOAM's exchange among all ranks of a level, this a "
+    "two-rank ping-pong"
+)
 
 
 def published(system: str, partition: str, environ: str, topology_name: str) -> list[Expectation]:
@@ -312,7 +321,7 @@ def published(system: str, partition: str, environ: str, topology_name: str) -> 
                     "us",
                     "lower",
                     PUBLISHED_MARGIN,
-                    f"seed 000 Table 2 ({system})",
+                    f"seed 000 Table 2 ({system}; {INDICATIVE})",
                     value=value,
                 )
             )

@@ -65,6 +65,8 @@ class Judgement:
     #: The smallest worsening this baseline and these repeats detect (a ratio - 1, larger
     #: is worse), None where the repeats are too few to tell.
     detectable: float | None = None
+    #: Judged against a published value (indicative), not against this site's baseline.
+    published: bool = False
 
     def line(self) -> str:
         """``<check> on <partition>: <what> expected <x>, measured <y> (n=..), p=..``."""
@@ -171,6 +173,7 @@ def _one(e: Expectation, measured: list[float]) -> Judgement:
         j.faster = c.verdict == "faster"
         j.detectable = _detectable(_oriented(e.samples, e.better), x)
     else:
+        j.published = True
         j.expected = f"{fmt(e.value)} {e.unit} ({e.source})"
         reference = _oriented([e.value], e.better)[0]
         threshold = reference * (1 + e.margin)
@@ -267,7 +270,16 @@ class Verdict:
     session: str
 
     def lines(self) -> list[str]:
-        out = [f"Validation verdict: {self.status} (session {self.session})"]
+        head = f"Validation verdict: {self.status} (session {self.session})"
+        if self.unexpected:
+            checks = sorted({k.check for k in self.unexpected})
+            head += (
+                f"; NOT JUDGED: {len(self.unexpected)} measurement(s) of {', '.join(checks)} "
+                f"have no expectation"
+            )
+        if self.judgements and all(j.published for j in self.judgements):
+            head += "; judged only against published values, which are indicative"
+        out = [head]
         out += [f"FAIL: {case}" for case in self.failed_cases]
         out += [
             f"FAIL: {k}: expected but not measured -- the check did not run or no longer "

@@ -181,3 +181,172 @@ def screen(links: list[Link], margins: dict[str, float] | None = None) -> Screen
     out.slowest_node = min(per_node, key=lambda n: per_node[n]["mbps"])
     out.slowest_link = min(links, key=lambda link: link.mbps).name()
     return out
+
+
+# -- nodes against their peers ---------------------------------------------------------------
+#
+# NodeScreening's probe (topofoam.jobs.nodeprobe) gives each node, per round, the median wall
+# time of serial solver runs on its cores at once and their summed memory bandwidth. A node's
+# figure is its median over the rounds; it is an outlier by the same rule as a link's (its
+# peers' median, K scaled MADs of theirs, the practical margin), with the distance widened
+# to K times the nodes' own round-to-round spread where that is larger: a threshold from
+# what was measured, never below the margin.
+
+#: The practical margins of the node figures: a node less than this slower than its peers
+#: is never an outlier (the faults sought, a memory channel down or a power-capped CPU, cost
+#: 10 to 50 %).
+NODE_MARGINS = {"s": 0.10, "MB/s": 0.10}
+#: The node figures: (attribute, unit, which way is worse, what it is called).
+NODE_FIGURES = (
+    ("solver_s", "s", "higher", "solver time"),
+    ("membw", "MB/s", "lower", "memory bandwidth"),
+)
+
+_ROUND = re.compile(
+    r"^nodeprobe (\S+) round (\d+) solver_s ([-\d.eE+]+|nan|inf) membw_MBps ([-\d.eE+]+|nan|inf)$",
+    re.M,
+)
+_PRINT = re.compile(r"^nodeprint (\S+) (\{.*\})$", re.M)
+
+
+def parse_rounds(text: str) -> dict[str, dict[str, list[float]]]:
+    """{node: {"solver_s": [...], "membw": [...]}} of the probe's lines; ScreeningError for a
+    figure that is not a measurement."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for node, n, wall, bw in _ROUND.findall(text):
+        wall_, bw_ = float(wall), float(bw)
+        if not (0 < wall_ < float("inf") and 0 < bw_ < float("inf")):
+            raise ScreeningError(
+                f"node {node} round {n}: solver {wall} s, memory {bw} MB/s: not a measurement"
+            )
+        figures = out.setdefault(node, {"solver_s": [], "membw": []})
+        figures["solver_s"].append(wall_)
+        figures["membw"].append(bw_)
+    return out
+
+
+def parse_prints(text: str) -> dict[str, dict]:
+    """{node: fingerprint} of the probe's ``nodeprint`` lines."""
+    import json
+
+    out = {}
+    for node, record in _PRINT.findall(text):
+        try:
+            out[node] = json.loads(record)
+        except ValueError:
+            raise ScreeningError(f"node {node}'s fingerprint line is not JSON") from None
+    return out
+
+
+@dataclass
+class NodeScreening:
+    figures: dict[str, dict[str, float]]  # node: {attribute: median over its rounds}
+    rounds: int
+    distance: dict[str, float]  # attribute: the rule's distance as a fraction of the median
+    outliers: list[Outlier] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+    margins: dict[str, float] = field(default_factory=lambda: dict(NODE_MARGINS))
+
+    def rule(self) -> str:
+        resolved = ", ".join(
+            f"{figure} {self.distance[attr]:.0%}" for attr, _, _, figure in NODE_FIGURES
+        )
+        return (
+            f"outlier: worse than the median of its peers by more than {K} scaled MADs of "
+            f"theirs or of the nodes' own {self.rounds} rounds, and by more than "
+            f"{', '.join(f'{m:.0%} ({u})' for u, m in self.margins.items())}; resolved here: "
+            f"{resolved}"
+        )
+
+    def summary(self) -> str:
+        walls = [f["solver_s"] for f in self.figures.values()]
+        bws = [f["membw"] for f in self.figures.values()]
+        bad = len(self.outliers) + len(self.differences)
+        return (
+            f"{len(self.figures)} nodes, {self.rounds} round(s): solver median "
+            f"{_fmt(statistics.median(walls))} s, memory bandwidth median "
+            f"{_fmt(statistics.median(bws))} MB/s; {bad or 'no'} finding(s) ({self.rule()})"
+        )
+
+
+def _spread(values: list[float]) -> float:
+    """The scaled MAD of one node's rounds, relative to their median (0 below 3 rounds)."""
+    if len(values) < 3:
+        return 0.0
+    med = statistics.median(values)
+    return MAD_SCALE * statistics.median(abs(v - med) for v in values) / med
+
+
+def screen_nodes(
+    rounds: dict[str, dict[str, list[float]]],
+    prints: dict[str, dict] | None = None,
+    margins: dict[str, float] | None = None,
+) -> NodeScreening:
+    """Each node's figures against its peers', and its fingerprint against theirs."""
+    margins = {**NODE_MARGINS, **(margins or {})}
+    if len(rounds) < MIN_NODES:
+        raise ScreeningError(
+            f"{len(rounds)} node(s) measured: screening compares a node with its peers and "
+            f"needs {MIN_NODES} at least -- give the check more nodes "
+            f"(-S NodeScreening.screen_nodes=N, or 0 for every idle node)"
+        )
+    counts = {len(f["solver_s"]) for f in rounds.values()}
+    figures = {
+        node: {attr: statistics.median(f[attr]) for attr, *_ in NODE_FIGURES}
+        for node, f in rounds.items()
+    }
+    out = NodeScreening(figures, min(counts), {}, margins=margins)
+    for attr, unit, worse, figure in NODE_FIGURES:
+        # The nodes' own round-to-round noise: a node's median is only known to within it.
+        own = statistics.median(_spread(f[attr]) for f in rounds.values())
+        values = {n: f[attr] for n, f in figures.items()}
+        found = _outliers(values, worse, max(margins[unit], K * own))
+        out.distance[attr] = _distance(values, max(margins[unit], K * own))
+        for name, (v, med, threshold) in found.items():
+            out.outliers.append(Outlier(f"node {name}", figure, v, med, threshold, unit))
+    out.differences = fingerprint_differences(prints or {})
+    return out
+
+
+def _distance(values: dict[str, float], least: float) -> float:
+    """The rule's distance over all the nodes, as a fraction of their median: the smallest
+    slowdown of one node it would name."""
+    xs = list(values.values())
+    med = statistics.median(xs)
+    mad = statistics.median(abs(x - med) for x in xs)
+    return max(K * MAD_SCALE * mad / med, least)
+
+
+#: Fingerprint fields that differ between healthy nodes of one partition.
+_OWN_FIELDS = ("node", "topology.source")
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, str]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+    return out
+
+
+def fingerprint_differences(prints: dict[str, dict]) -> list[str]:
+    """A node whose fingerprint differs from most of its peers in a field, one line each:
+    ``node n3: software.ucx is 1.99.0, 3 of its 4 peers have 1.13.1``. With fewer than 3
+    nodes, or no value that most share, nothing is said."""
+    if len(prints) < MIN_NODES:
+        return []
+    flat = {node: _flat(p) for node, p in prints.items()}
+    fields = sorted(set().union(*flat.values()) - set(_OWN_FIELDS))
+    out = []
+    for name in fields:
+        for node, f in sorted(flat.items()):
+            peers = [g.get(name, "-") for other, g in flat.items() if other != node]
+            common = max(set(peers), key=peers.count)
+            if peers.count(common) * 2 > len(peers) and f.get(name, "-") != common:
+                out.append(
+                    f"node {node}: {name} is {f.get(name, '-')}, {peers.count(common)} of its "
+                    f"{len(peers)} peers have {common}"
+                )
+    return out

@@ -1,0 +1,117 @@
+"""Nodes against their peers (topofoam.validation.screening's node rule): a node whose solver
+is 15 % or 25 % slower, or whose memory bandwidth is half, is named and its peers are not;
+noise within the rule is never an outlier; the threshold widens with the nodes' own
+round-to-round spread; a fingerprint that differs from most peers' in one field is named;
+bad probe output and too few nodes are one line. The figures are TEST DATA (seeded draws);
+the real probe runs in tests/system/test_screening.py."""
+
+import json
+import random
+
+import pytest
+
+from topofoam.config import settings
+from topofoam.validation import screening
+from topofoam.validation.screening import ScreeningError
+
+
+def probe_text(n=4, rounds=3, slow=None, solver=1.0, membw=1.0, noise=0.02, seed=0):
+    """The probe's lines of ``n`` nodes: solver about 3 s, memory about 20,000 MB/s, each
+    within +-``noise``; ``slow`` scaled by ``solver`` and ``membw``."""
+    rng = random.Random(seed)
+    lines = []
+    for r in range(1, rounds + 1):
+        for i in range(1, n + 1):
+            node = f"node{i}"
+            wall = 3.0 * (1 + rng.uniform(-noise, noise)) * (solver if node == slow else 1)
+            bw = 20000 * (1 + rng.uniform(-noise, noise)) * (membw if node == slow else 1)
+            lines.append(f"nodeprobe {node} round {r} solver_s {wall:.4f} membw_MBps {bw:.1f}")
+    return "\n".join(lines) + "\n"
+
+
+def screen(text, prints=None):
+    return screening.screen_nodes(screening.parse_rounds(text), prints)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_alike_nodes_have_no_outlier(seed):
+    assert screen(probe_text(seed=seed)).outliers == []
+
+
+@pytest.mark.parametrize("slowdown", [1.15, 1.25])
+def test_a_slower_solver_on_one_node_is_named(slowdown):
+    found = screen(probe_text(slow="node3", solver=slowdown))
+    assert [o.what for o in found.outliers] == ["node node3"]
+    assert found.outliers[0].figure == "solver time"
+    assert found.outliers[0].line().startswith("node node3 is slow: solver time 3.")
+
+
+def test_half_the_memory_bandwidth_is_named():
+    (o,) = screen(probe_text(slow="node2", membw=0.5)).outliers
+    assert (o.what, o.figure) == ("node node2", "memory bandwidth")
+
+
+def test_the_threshold_widens_with_the_rounds_spread():
+    """Alike nodes with steady rounds are resolved to the margin (10 %); rounds that scatter
+    by +-20 % widen the rule's distance beyond it, and the rule says what it resolved."""
+    steady = screen(probe_text(noise=0.02, rounds=5, seed=3))
+    noisy = screen(probe_text(noise=0.2, rounds=5, seed=3))
+    assert steady.distance["solver_s"] == pytest.approx(0.10)
+    assert noisy.distance["solver_s"] > 0.2
+    assert "resolved here: solver time 10%" in steady.rule()
+
+
+def fingerprint(ucx="1.13.1", governor="performance"):
+    return {
+        "node": "x",
+        "topology": {"packages": 2, "cores": 128, "source": "this node"},
+        "cpu": {"model": "AMD EPYC 7713", "governor": governor},
+        "software": {"ucx": ucx, "ucx_transports": ["rc", "ud"]},
+    }
+
+
+def test_a_fingerprint_unlike_its_peers_is_named_in_one_line():
+    prints = {f"node{i}": fingerprint() for i in range(1, 5)}
+    prints["node2"] = fingerprint(ucx="1.14.0")
+    found = screen(probe_text(), prints)
+    assert found.differences == ["node node2: software.ucx is 1.14.0, 3 of its 3 peers have 1.13.1"]
+    prints["node4"] = fingerprint(governor="powersave")
+    assert len(screen(probe_text(), prints).differences) == 2
+
+
+def test_the_probe_s_fingerprint_lines_are_read():
+    text = "".join(f"nodeprint node{i} {json.dumps(fingerprint())}\n" for i in (1, 2))
+    assert set(screening.parse_prints(text)) == {"node1", "node2"}
+    with pytest.raises(ScreeningError, match="node node9's fingerprint line is not JSON"):
+        screening.parse_prints("nodeprint node9 {oops}\n")
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        ("nodeprobe node1 round 1 solver_s nan membw_MBps 3", "solver nan s"),
+        ("nodeprobe node1 round 1 solver_s 2 membw_MBps -3", "memory -3 MB/s"),
+    ],
+)
+def test_figures_that_are_not_measurements_are_refused(line, said):
+    with pytest.raises(ScreeningError, match=said):
+        screening.parse_rounds(probe_text() + line + "\n")
+
+
+def test_two_nodes_are_too_few():
+    with pytest.raises(ScreeningError, match=r"2 node\(s\) measured: .* needs 3 at least"):
+        screen(probe_text(n=2))
+
+
+@pytest.mark.parametrize(
+    "value", ["node3=0", "node3=1.5", "node9=0.5", "node3=half", "node3=0.5,node3=0.6"]
+)
+def test_a_bad_cpu_quota_setting_is_one_line(monkeypatch, value):
+    monkeypatch.setenv("TOPOFOAM_EMU_CPU", value)
+    with pytest.raises(settings.SettingError, match=r"is not NODE=FRACTION, each node once"):
+        settings.emu_cpu()
+
+
+def test_a_cpu_quota_setting_is_read(monkeypatch):
+    monkeypatch.setenv("TOPOFOAM_EMU_CPU", "node3=0.8, node1=1")
+    assert settings.emu_cpu() == {"node3": 0.8, "node1": 1.0}
