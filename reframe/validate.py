@@ -21,6 +21,7 @@ session (docs/checks.md).
 
 import json
 import re
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ from topofoam.checks import sweep
 from topofoam.checks.fixtures import MpiBuild
 from topofoam.checks.onfabric import OnFabric
 from topofoam.checks.pingpong import PingPong
+from topofoam.checks.runs import planned_executable
 from topofoam.checks.storage import StorageSteps
 from topofoam.checks.sweep import (
     PreparedLayout,
@@ -249,8 +251,57 @@ def _links(test: "FabricScreening", figure: str, pick) -> float:
     return pick(getattr(link, figure) for link in test.links)
 
 
+class Screened(rfm.RegressionTestPlugin):
+    """A check of every node of one allocation against its peers (one task a node, set by
+    the check with its tags), with no baseline: how many nodes, the practical margins, the
+    one-line summary, and the figures a perflog row carries (each figure's median and worst
+    over the nodes or links)."""
+
+    stage = variable(str, value="screening", loggable=True)
+    #: Nodes to screen: 0 takes every idle node of the partition (ReFrame's flexible
+    #: allocation, --flex-alloc-nodes); by default the partition's ``screen_nodes`` extra,
+    #: else the most nodes its sweeps use.
+    screen_nodes = variable(int, value=-1)
+    #: Practical margins by unit over the rule's own (the partition's extra named by
+    #: ``margins_extra``): a node or link less slower than that is never an outlier.
+    screen_margins = variable(dict, value={})
+    #: The screening's one-line summary (what was measured, medians, findings, the rule).
+    screened = variable(str, value="", loggable=True)
+    margins_extra = "screen_margins"
+
+    @run_after("setup")
+    def allocation(self):
+        """As many tasks as nodes to screen; a partition with too few skips, saying so."""
+        part = self.current_partition
+        extras = part.extras
+        if self.screen_nodes < 0:
+            self.screen_nodes = int(extras.get("screen_nodes", max(extras.get("nodes", [0]))))
+        name = type(self).__name__
+        self.skip_if(
+            0 < self.screen_nodes < screening.MIN_NODES,
+            f"screening compares a node with its peers: {screening.MIN_NODES} nodes at least, "
+            f"{part.fullname} gives {self.screen_nodes} (its screen_nodes extra, or "
+            f"-S {name}.screen_nodes=N; 0 for every idle node)",
+        )
+        self.num_tasks = self.screen_nodes
+        self.screen_margins = {**extras.get(self.margins_extra, {}), **self.screen_margins}
+
+    def figures(self, of, figures) -> None:
+        """Perf variables ``median_<name>`` and ``<worst>_<name>`` of each (name, attribute,
+        unit, worst) in ``figures``, over ``of(self, attribute, pick)``."""
+        self.perf_variables = {}
+        for name, attribute, unit, worst in figures:
+            pick = max if worst == "slowest" and unit in ("s", "us") else min
+            self.perf_variables[f"median_{name}"] = sn.make_performance_function(
+                of(self, attribute, statistics.median), unit
+            )
+            self.perf_variables[f"{worst}_{name}"] = sn.make_performance_function(
+                of(self, attribute, pick), unit
+            )
+
+
 @rfm.simple_test
-class FabricScreening(rfm.RunOnlyRegressionTest, OnFabric):
+class FabricScreening(rfm.RunOnlyRegressionTest, OnFabric, Screened):
     """Every link between the nodes of one allocation (one rank per node): the node or link
     slower than its peers fails, named, by a robust rule (topofoam.validation.screening)."""
 
@@ -258,56 +309,30 @@ class FabricScreening(rfm.RunOnlyRegressionTest, OnFabric):
     valid_prog_environs = ["+reduction-schedule"]
     build = fixture(ScreeningBuild, scope="environment")
     num_tasks_per_node = 1
+    tags = {"validate", "screening"}
     # Seconds for tens of nodes; N - 1 rounds of about 20 ms on a thousand.
     time_limit = "10m"
-    tags = {"validate", "screening"}
     keep_files = ["screening.json"]
-    stage = variable(str, value="screening", loggable=True)
-    #: Nodes to screen: 0 takes every idle node of the partition (ReFrame's flexible
-    #: allocation, --flex-alloc-nodes); by default the partition's ``screen_nodes`` extra,
-    #: else the most nodes its sweeps use.
-    screen_nodes = variable(int, value=-1)
-    #: Practical margins by unit (the partition's ``screen_margins`` extra over
-    #: screening.MARGINS): a node or link less slower than that is never an outlier.
-    screen_margins = variable(dict, value={})
     slowest_node = variable(str, value="", loggable=True)
     slowest_link = variable(str, value="", loggable=True)
-    #: The screening's one-line summary (nodes, links, medians, slowest, outliers).
-    screened = variable(str, value="", loggable=True)
     #: The figures a verdict judges against expectations, where a site records them.
     validated_metrics = variable(list, value=["median_bandwidth", "median_rtt"])
     #: The links as the sanity check parsed them, for the performance figures.
     links = variable(list, value=[])
 
     @run_after("setup")
-    def allocation(self):
+    def program(self):
         extras = self.current_partition.extras
-        if self.screen_nodes < 0:
-            self.screen_nodes = int(extras.get("screen_nodes", max(extras.get("nodes", [0]))))
-        self.skip_if(
-            0 < self.screen_nodes < screening.MIN_NODES,
-            f"screening compares a node with its peers: {screening.MIN_NODES} nodes at least, "
-            f"{self.current_partition.fullname} gives {self.screen_nodes} (its screen_nodes "
-            f"extra, or -S FabricScreening.screen_nodes=N; 0 for every idle node)",
-        )
-        self.num_tasks = self.screen_nodes
-        self.screen_margins = {**extras.get("screen_margins", {}), **self.screen_margins}
         self.executable = f"{self.build.stagedir}/{self.build.executable}"
         # Nodes that share one machine's cores would measure each other if pairs ran at once.
         self.executable_opts = ["--serial"] if extras.get("emulated") else []
         self.descr = "all links between " + (
             f"{self.screen_nodes} nodes" if self.screen_nodes else "the idle nodes"
         )
-        self.perf_variables = {
-            "median_bandwidth": sn.make_performance_function(
-                _links(self, "mbps", statistics.median), "MB/s"
-            ),
-            "slowest_bandwidth": sn.make_performance_function(_links(self, "mbps", min), "MB/s"),
-            "median_rtt": sn.make_performance_function(
-                _links(self, "rtt_us", statistics.median), "us"
-            ),
-            "slowest_rtt": sn.make_performance_function(_links(self, "rtt_us", max), "us"),
-        }
+        self.figures(
+            _links,
+            [("bandwidth", "mbps", "MB/s", "slowest"), ("rtt", "rtt_us", "us", "slowest")],
+        )
 
     @sanity_function
     def no_outlier(self):
@@ -366,7 +391,7 @@ def _nodes(test: "NodeScreening", figure: str, pick) -> float:
 
 
 @rfm.simple_test
-class NodeScreening(rfm.RunOnlyRegressionTest):
+class NodeScreening(rfm.RunOnlyRegressionTest, Screened):
     """Every node of one allocation measured against its peers, with no baseline: the solver
     on all its cores at once and the memory bandwidth (topofoam.jobs.nodeprobe), and its
     fingerprint. A node slower than its peers, or whose fingerprint differs from most of
@@ -379,45 +404,38 @@ class NodeScreening(rfm.RunOnlyRegressionTest):
     valid_prog_environs = ["+reduction-schedule"]
     prepared = fixture(NodeScreeningCase, scope="environment")
     num_tasks_per_node = 1
-    time_limit = "20m"
     tags = {"validate", "screening"}
+    time_limit = "20m"
     keep_files = ["nodes.json"]
-    stage = variable(str, value="screening", loggable=True)
-    #: Nodes to screen: as FabricScreening's (0: every idle node).
-    screen_nodes = variable(int, value=-1)
     #: Rounds of the probe on each node.
     rounds = variable(int, value=3)
-    #: Practical margins by unit over screening.NODE_MARGINS (the partition's
-    #: ``node_margins`` extra).
-    screen_margins = variable(dict, value={})
-    screened = variable(str, value="", loggable=True)
     node_figures = variable(dict, value={})
+    margins_extra = "node_margins"
     #: The figures a verdict judges against expectations, where a site records them.
     validated_metrics = variable(list, value=["median_solver", "median_membw"])
 
     @run_after("setup")
-    def allocation(self):
-        part = self.current_partition
-        extras = part.extras
-        if self.screen_nodes < 0:
-            self.screen_nodes = int(extras.get("screen_nodes", max(extras.get("nodes", [0]))))
-        self.skip_if(
-            0 < self.screen_nodes < screening.MIN_NODES,
-            f"screening compares a node with its peers: {screening.MIN_NODES} nodes at least, "
-            f"{part.fullname} gives {self.screen_nodes} (its screen_nodes extra, or "
-            f"-S NodeScreening.screen_nodes=N; 0 for every idle node)",
-        )
-        self.num_tasks = self.screen_nodes
-        self.screen_margins = {**extras.get("node_margins", {}), **self.screen_margins}
+    def probe_command(self):
+        extras = self.current_partition.extras
         # Declared cores that are not this node's own (an emulated or twin node): the probe
         # takes the cores its task may use.
         cores = extras.get("cores") if extras.get("declared_is_real", True) else 0
         if cores:
             self.num_cpus_per_task = int(cores)
+        # Quoted: ReFrame writes the command line as it is, and a results folder may hold
+        # spaces.
+        solver = (
+            planned_executable(self.prepared.case, self.current_environ)
+            if self.is_dry_run()
+            else self.prepared.facts().solver
+        )
         probe = [
-            sys.executable, "-m", "topofoam.jobs.nodeprobe",
-            "--case", self.prepared.case_path(), "--solver", self.prepared.facts().solver,
-            "--ranks", str(cores or 0),
+            shlex.quote(str(arg))
+            for arg in (
+                sys.executable, "-m", "topofoam.jobs.nodeprobe",
+                "--case", self.prepared.case_path(), "--solver", solver,
+                "--ranks", cores or 0,
+            )
         ]  # fmt: skip
         if extras.get("emulated"):
             # One node after another, the rounds interleaved: the nodes share this
@@ -425,35 +443,32 @@ class NodeScreening(rfm.RunOnlyRegressionTest):
             from reframe.core.backends import getlauncher
 
             self.job.launcher = getlauncher("local")()
-            line = " ".join(map(str, probe))
-            self.executable = "bash"
-            self.executable_opts = [
-                "-c",
-                f"'for r in $(seq 1 {self.rounds}); do "
+            line = " ".join(probe)
+            loop = (
+                f"for r in $(seq 1 {self.rounds}); do "
                 f'for h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do '
                 f'extra=; [ "$r" = 1 ] && extra=--fingerprint; '
                 f'srun -w "$h" -N1 -n1 {line} --round-from $r --rounds 1 $extra || exit 1; '
-                f"done; done'",
-            ]
+                f"done; done"
+            )
+            self.executable = "bash"
+            self.executable_opts = ["-c", shlex.quote(loop)]
         else:
             self.executable = probe[0]
             self.executable_opts = [
-                *map(str, probe[1:]),
+                *probe[1:],
                 "--rounds",
                 str(self.rounds),
                 "--fingerprint",
             ]
+            if self.current_partition.launcher_type.registered_name.startswith("mpirun"):
+                # One probe a node, free to use every core: Open MPI would bind it to one
+                # core (or one package) by default.
+                self.job.launcher.options = ["--map-by", "ppr:1:node", "--bind-to", "none"]
         self.descr = f"every node against its peers ({self.screen_nodes or 'all idle'} nodes)"
-        self.perf_variables = {
-            "median_solver": sn.make_performance_function(
-                _nodes(self, "solver_s", statistics.median), "s"
-            ),
-            "slowest_solver": sn.make_performance_function(_nodes(self, "solver_s", max), "s"),
-            "median_membw": sn.make_performance_function(
-                _nodes(self, "membw", statistics.median), "MB/s"
-            ),
-            "lowest_membw": sn.make_performance_function(_nodes(self, "membw", min), "MB/s"),
-        }
+        self.figures(
+            _nodes, [("solver", "solver_s", "s", "slowest"), ("membw", "membw", "MB/s", "lowest")]
+        )
 
     @sanity_function
     def no_outlier(self):

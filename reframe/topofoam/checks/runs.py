@@ -11,6 +11,13 @@ from topofoam.checks.solverlog import OpenFOAMSolverMixin
 from topofoam.jobs import switches
 
 
+def planned_executable(case: str, environ) -> str:
+    """What runs ``case`` in ``environ`` before anything is prepared (a dry run): named as
+    the environment's OpenFOAM runs it (foamRun for OpenFOAM-12's solver modules)."""
+    kind = flavour.ORG if environ.extras.get("openfoam_flavour") == "org" else flavour.ESI
+    return flavour.executable(CASES[case].solver, kind)
+
+
 class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin, OnFabric):
     """Runs the case's solver in parallel in a copy of the ``prepared`` fixture's case.
 
@@ -62,14 +69,8 @@ class PreparedCaseRun(rfm.RunOnlyRegressionTest, OpenFOAMSolverMixin, OnFabric):
             # Nothing was prepared: the job script needs only the solver's name.
             self.case = self.prepared.case
             self.size = self.prepared.size
-            # Named as the environment's OpenFOAM runs it (foamRun for OpenFOAM-12's modules).
-            kind = (
-                flavour.ORG
-                if self.current_environ.extras.get("openfoam_flavour") == "org"
-                else flavour.ESI
-            )
-            self.solver = self.executable = flavour.executable(
-                CASES[self.prepared.case].solver, kind
+            self.solver = self.executable = planned_executable(
+                self.prepared.case, self.current_environ
             )
             self.executable_opts = ["-parallel"]
             # The steps the preparation would give (the size's, or the override), for the

@@ -90,7 +90,11 @@ def solver_time(case: Path, solver: str, ranks: int, scratch: Path) -> float:
     started, procs = time.perf_counter(), []
     for copy in copies:
         log = open(copy / "log.probe", "w")
-        procs.append((subprocess.Popen([solver, "-case", str(copy)], stdout=log, stderr=log), log))
+        # Run from the copy: OpenFOAM reads the working folder (through $PWD) and refuses
+        # one with a space in its name, which a job's stage folder may have.
+        env = dict(os.environ, PWD=str(copy))
+        run = [solver, "-case", str(copy)]
+        procs.append((subprocess.Popen(run, stdout=log, stderr=log, cwd=copy, env=env), log))
     ended: dict[int, float] = {}
     while len(ended) < len(procs):  # each run's own end, whichever ends first
         for n, (proc, _) in enumerate(procs):
@@ -132,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ProbeError(f"{args.solver} is not on PATH -- load the OpenFOAM environment")
         if args.fingerprint:
             print(f"nodeprint {host} {json.dumps(fingerprint.probe(), sort_keys=True)}")
-        base = Path(os.environ.get("TMPDIR") or tempfile.gettempdir())
+        base = os.environ.get("TMPDIR") or "/tmp"
+        if any(c.isspace() for c in base):
+            base = "/tmp"  # OpenFOAM refuses a case path with a space in it
         with tempfile.TemporaryDirectory(prefix="nodeprobe-", dir=base) as scratch:
             for n in range(args.round_from, args.round_from + args.rounds):
                 bandwidth = memory_bandwidth(ranks)

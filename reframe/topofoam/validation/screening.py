@@ -20,6 +20,7 @@ It needs 3 nodes at least: with 2 there is one link and nothing to compare it wi
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -269,12 +270,21 @@ class NodeScreening:
         )
 
 
+#: d2(n): the mean range of n normal draws in standard deviations (Shewhart's control-chart
+#: constant): a node's range over its rounds / d2 estimates its rounds' standard deviation.
+D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
+
+
 def _spread(values: list[float]) -> float:
-    """The scaled MAD of one node's rounds, relative to their median (0 below 3 rounds)."""
-    if len(values) < 3:
+    """One node's round-to-round standard deviation, relative to its median, estimated from
+    the range of its rounds (0 with one round). A range, not a MAD: with few rounds the MAD
+    misses a bimodal figure (this machine's memory bandwidth flips between about 60 and 108
+    GB/s from one probe to the next, and 3 rounds of 64, 60 and 107 have a MAD of 4)."""
+    n = len(values)
+    if n < 2:
         return 0.0
-    med = statistics.median(values)
-    return MAD_SCALE * statistics.median(abs(v - med) for v in values) / med
+    d2 = D2.get(n, 3.078 + 0.2 * math.log(n / 10))  # slowly growing beyond the table
+    return (max(values) - min(values)) / statistics.median(values) / d2
 
 
 def screen_nodes(
@@ -297,7 +307,8 @@ def screen_nodes(
     }
     out = NodeScreening(figures, min(counts), {}, margins=margins)
     for attr, unit, worse, figure in NODE_FIGURES:
-        # The nodes' own round-to-round noise: a node's median is only known to within it.
+        # The nodes' own round-to-round noise (the median over the nodes, so that one wild
+        # node does not blunt the rule for all): a node's figure is only known to within it.
         own = statistics.median(_spread(f[attr]) for f in rounds.values())
         values = {n: f[attr] for n, f in figures.items()}
         found = _outliers(values, worse, max(margins[unit], K * own))

@@ -1,0 +1,95 @@
+"""How far the node screening can be trusted on the emulated cluster (docs/timings.md).
+
+    python -m localsite.nodescreenbench [--unchanged 10] [--quotas 0.95,0.9,0.85,0.8]
+
+runs NodeScreening (``./bench run --partition emu --tag screening -n NodeScreening``, 4
+emulated nodes) the ``--unchanged`` times with no fault (every finding there is a false
+alarm), then once with node3 under each CPU quota (TOPOFOAM_EMU_CPU: its processes share
+that fraction of the machine's cores' time), and prints per run the findings, node3's solver
+time against its peers' median, and what the rule resolved. Each run has a results folder
+of its own under a scratch folder. Root only. Run it with nothing else on the machine: it is
+a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from localsite.benchrun import bench_run
+
+NODE = "node3"
+
+
+def _run(scratch: Path, label: str, quota: str = "") -> dict:
+    results = scratch / label
+    done, took = bench_run(
+        results, "emu", "screening", "-n", "NodeScreening",
+        TOPOFOAM_EMU_CPU=f"{NODE}={quota}" if quota else "",
+    )  # fmt: skip
+    found = sorted(results.glob("reframe/*/local/emu/*/NodeScreening*/nodes.json"))
+    if not found:
+        return {"label": label, "exit": done.returncode, "took": took, "error": done.stdout[-500:]}
+    s = json.loads(found[-1].read_text())
+    walls = {n: f["solver_s"] for n, f in s["nodes"].items()}
+    peers = statistics.median(w for n, w in walls.items() if n != NODE)
+    return {
+        "label": label,
+        "took": took,
+        "findings": s["outliers"] + s["differences"],
+        "ratio": walls[NODE] / peers,
+        "resolved": s["rule"].split("resolved here: ")[-1],
+    }
+
+
+def _print(r: dict) -> None:
+    if "error" in r:
+        print(f"{r['label']:>10}: no screening (exit {r['exit']}): {r['error']!r}", flush=True)
+        return
+    named = "; ".join(r["findings"]) or "no finding"
+    print(
+        f"{r['label']:>10}: {named}; {NODE}'s solver {100 * (r['ratio'] - 1):+.1f} % against "
+        f"its peers; resolved {r['resolved']}; {r['took']:.0f} s",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m localsite.nodescreenbench", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("--unchanged", type=int, default=10)
+    p.add_argument("--quotas", default="0.95,0.9,0.85,0.8")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("nodescreenbench: the emulated cluster needs root -- run as root", file=sys.stderr)
+        return 2
+    quotas = [q for q in args.quotas.split(",") if q]
+    with tempfile.TemporaryDirectory(prefix="nodescreenbench-") as scratch:
+        print(f"nodescreenbench: {args.unchanged} unchanged runs, then {NODE} at quotas {quotas}")
+        same = []
+        for i in range(args.unchanged):
+            same.append(_run(Path(scratch), f"same{i + 1}"))
+            _print(same[-1])
+        faulty = []
+        for quota in quotas:
+            faulty.append(_run(Path(scratch), f"quota {quota}", quota))
+            _print(faulty[-1])
+    alarms = sum(bool(r.get("findings")) for r in same)
+    print(
+        f"nodescreenbench: false alarms {alarms} of {len(same)} unchanged runs; {NODE} named at "
+        + ", ".join(
+            f"{r['label']}: {'yes' if any(NODE in f for f in r.get('findings', [])) else 'no'}"
+            for r in faulty
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
