@@ -10,6 +10,7 @@ Everything runs the real programs on this machine; nothing is mocked.
 """
 
 import os
+import random
 import re
 import shutil
 import socket
@@ -44,10 +45,35 @@ def pytest_collection_modifyitems(config, items):
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (Slurm daemons, namespaces)")
 
 
-def free_port() -> int:
+#: Ports handed to a test's daemons, below the kernel's ephemeral range (32768 to 60999
+#: here): a port the kernel picked as free (bind to 0) is an ephemeral one, and any outgoing
+#: connection of the minutes before the daemon starts may take it as its source port (a CI
+#: saw "port 58046 is already in use" that way). The emulated cluster's slurmd takes the
+#: port after its slurmctld's, so both must be free.
+PORTS = range(20000, 32000, 2)
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+_HANDED: set[int] = set()
+
+
+def free_port() -> int:
+    """A port, and the one after it, that no one uses now, outside the ephemeral range, and
+    not handed out before in this test run."""
+    for port in random.sample(PORTS, len(PORTS)):
+        if port not in _HANDED and _bindable(port) and _bindable(port + 1):
+            _HANDED.add(port)
+            return port
+    raise RuntimeError(f"no free pair of ports in {PORTS}")
 
 
 def as_nobody(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:

@@ -320,8 +320,11 @@ def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_re
     """Issue 54: a baseline of three real sessions; a fourth on half the CPU time, offered
     as part of it, is refused, named; the same session judged against the three FAILs its
     solver, each line saying what it detects."""
+    # The solver only: this machine's shared-memory fabric has two states 4 to 5 times apart
+    # (docs/checks.md), and a session in the other state is, rightly, refused as part of a
+    # baseline (seen in a CI); the control here is the solver's.
     for tag in ("again-1", "again-2"):
-        done = validate(baseline, tag)
+        done = validate(baseline, tag, reframe_args=only("SolverValidation"))
         assert done.returncode in (0, 1, 3), shown(done)
     slow = validate(baseline, "slow-base", quota=QUOTA, reframe_args=only("SolverValidation"))
     assert slow.returncode in (1, 3), shown(slow)
