@@ -13,7 +13,6 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -53,24 +52,16 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (Slurm daemons, 
 PORTS = range(20000, 32000, 2)
 
 
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 _HANDED: set[int] = set()
 
 
 def free_port() -> int:
+    from localsite.slurm import port_in_use  # the suite's own test of a port
+
     """A port, and the one after it, that no one uses now, outside the ephemeral range, and
     not handed out before in this test run."""
     for port in random.sample(PORTS, len(PORTS)):
-        if port not in _HANDED and _bindable(port) and _bindable(port + 1):
+        if port not in _HANDED and not port_in_use(port) and not port_in_use(port + 1):
             _HANDED.add(port)
             return port
     raise RuntimeError(f"no free pair of ports in {PORTS}")
