@@ -1,11 +1,14 @@
 """One ``./bench run`` of the benchmark scripts (localsite.*bench), in a results folder of its
-own, with settings variables of its own, timed."""
+own, with settings variables of its own, timed; and the screenings' controls, measured."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from topofoam import paths
@@ -27,3 +30,49 @@ def bench_run(results: Path, partition: str, tag: str, *reframe_args: str, **set
         cwd=paths.REPO,
     )
     return done, time.monotonic() - began
+
+
+def controls(
+    prog: str,
+    node: str,
+    unchanged: int,
+    faults: list[tuple[str, dict[str, str]]],
+    run: Callable[[Path, str, dict[str, str]], dict],
+    show: Callable[[dict], str],
+) -> int:
+    """A screening's controls, measured: ``run(scratch, label, settings)`` ``unchanged`` times
+    with no fault (each finding there is a false alarm), then once per (label, settings) of
+    ``faults``; each result (a dict with ``label`` and ``findings``, or ``error``) printed as
+    it comes by ``show``, then the tally: false alarms, and whether ``node`` was named under
+    each fault. Each run has a scratch folder of its own; root only (the emulated cluster)."""
+    if os.geteuid() != 0:
+        print(f"{prog}: the emulated cluster needs root -- run as root", file=sys.stderr)
+        return 2
+    labels = ", ".join(label for label, _ in faults)
+    print(f"{prog}: {unchanged} unchanged runs, then {node} with {labels}", flush=True)
+    same, faulty = [], []
+    with tempfile.TemporaryDirectory(prefix=f"{prog}-") as scratch:
+        for i in range(unchanged):
+            same.append(run(Path(scratch), f"same{i + 1}", {}))
+            print(f"{same[-1]['label']:>14}: {_shown(same[-1], show)}", flush=True)
+        for label, settings in faults:
+            faulty.append(run(Path(scratch), label, settings))
+            print(f"{label:>14}: {_shown(faulty[-1], show)}", flush=True)
+    alarms = sum(bool(r.get("findings") or r.get("error")) for r in same)
+    print(
+        f"{prog}: false alarms {alarms} of {len(same)} unchanged runs; {node} named at "
+        + ", ".join(
+            f"{r['label']}: {'yes' if any(node in f for f in r.get('findings', [])) else 'no'}"
+            for r in faulty
+        ),
+        flush=True,
+    )
+    return 0
+
+
+def _shown(result: dict, show: Callable[[dict], str]) -> str:
+    if "error" in result:
+        return f"no screening (exit {result['exit']}): {result['error']!r}"
+    return (
+        f"{'; '.join(result['findings']) or 'no finding'}; {show(result)}; {result['took']:.0f} s"
+    )

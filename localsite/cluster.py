@@ -151,6 +151,8 @@ class EmulatedCluster(SlurmDaemons):
         self.log_dir = self.root / "log"
         #: Rate-limited links (TOPOFOAM_EMU_LINKS): node -> tc rate, e.g. {"node3": "100mbit"}.
         self.link_limits = settings.emu_links()
+        #: Latency factors (TOPOFOAM_EMU_LATENCY, under a fabric profile): node -> factor.
+        self.latency_factors = settings.emu_latency()
         #: CPU quotas (TOPOFOAM_EMU_CPU): node -> fraction of the machine's cores' time.
         self.cpu_quotas = settings.emu_cpu()
         #: Files bound over others in one node (TOPOFOAM_EMU_BIND): node -> [(source, target)].
@@ -229,6 +231,7 @@ class EmulatedCluster(SlurmDaemons):
         for setting, named in (
             ("TOPOFOAM_EMU_LINKS", self.link_limits),
             ("TOPOFOAM_EMU_CPU", self.cpu_quotas),
+            ("TOPOFOAM_EMU_LATENCY", self.latency_factors),
             ("TOPOFOAM_EMU_BIND", self.binds),
         ):
             unknown = sorted(set(named) - set(self.hosts))
@@ -237,6 +240,11 @@ class EmulatedCluster(SlurmDaemons):
                     f"{setting} names {', '.join(unknown)}, which this {self.nodes}-node "
                     f"cluster does not have -- name nodes node1 to node{self.nodes}"
                 )
+        if self.latency_factors and not self.fabric:
+            raise SlurmError(
+                "TOPOFOAM_EMU_LATENCY multiplies the fabric profile's latency, and "
+                "TOPOFOAM_FABRIC names none -- set e.g. TOPOFOAM_FABRIC=vsc5x30"
+            )
         tools = ("ip", "nsenter", "unshare", "munged", "slurmctld", "slurmd", "sinfo")
         for tool in tools + (("tc",) if self.link_limits or self.fabric else ()):
             if shutil.which(tool) is None:
@@ -276,6 +284,7 @@ class EmulatedCluster(SlurmDaemons):
         if self.fabric:
             state["fabric"] = {"label": self.fabric.label(), "lib": str(self.fabric_lib)}
             state["fabric"].update(vars(self.fabric))
+            state["fabric"]["factors"] = self.latency_factors
             self._record(state)
 
     def _build_fabric(self) -> None:
@@ -294,11 +303,16 @@ class EmulatedCluster(SlurmDaemons):
         f = self.fabric_in_force()
         if not f:
             return {}
-        return {
+        env = {
             "LD_PRELOAD": f["lib"],
             "TOPOFOAM_FABRIC_LATENCY_US": f"{f['latency_us']:.3f}",
             "TOPOFOAM_FABRIC_MBYTES": f"{f['mbytes']:.3f}",
         }
+        if f.get("factors"):
+            env["TOPOFOAM_FABRIC_LATENCY_FACTORS"] = ",".join(
+                f"{host}={factor:g}" for host, factor in f["factors"].items()
+            )
+        return env
 
     def limit_link(self, host: str, rate: str, setting: str = "TOPOFOAM_EMU_LINKS") -> None:
         """Make ``host``'s link a slow one: a token bucket (tc's tbf) of ``rate`` on both ends

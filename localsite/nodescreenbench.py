@@ -15,23 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from localsite.benchrun import bench_run
+from localsite.benchrun import bench_run, controls
 
 NODE = "node3"
 
 
-def _run(scratch: Path, label: str, quota: str = "") -> dict:
+def _run(scratch: Path, label: str, settings: dict[str, str]) -> dict:
     results = scratch / label
-    done, took = bench_run(
-        results, "emu", "screening", "-n", "NodeScreening",
-        TOPOFOAM_EMU_CPU=f"{NODE}={quota}" if quota else "",
-    )  # fmt: skip
+    done, took = bench_run(results, "emu", "screening", "-n", "NodeScreening", **settings)
     found = sorted(results.glob("reframe/*/local/emu/*/NodeScreening*/nodes.json"))
     if not found:
         return {"label": label, "exit": done.returncode, "took": took, "error": done.stdout[-500:]}
@@ -47,15 +42,10 @@ def _run(scratch: Path, label: str, quota: str = "") -> dict:
     }
 
 
-def _print(r: dict) -> None:
-    if "error" in r:
-        print(f"{r['label']:>10}: no screening (exit {r['exit']}): {r['error']!r}", flush=True)
-        return
-    named = "; ".join(r["findings"]) or "no finding"
-    print(
-        f"{r['label']:>10}: {named}; {NODE}'s solver {100 * (r['ratio'] - 1):+.1f} % against "
-        f"its peers; resolved {r['resolved']}; {r['took']:.0f} s",
-        flush=True,
+def _show(r: dict) -> str:
+    return (
+        f"{NODE}'s solver {100 * (r['ratio'] - 1):+.1f} % against its peers; resolved "
+        f"{r['resolved']}"
     )
 
 
@@ -66,29 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unchanged", type=int, default=10)
     p.add_argument("--quotas", default="0.95,0.9,0.85,0.8")
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("nodescreenbench: the emulated cluster needs root -- run as root", file=sys.stderr)
-        return 2
-    quotas = [q for q in args.quotas.split(",") if q]
-    with tempfile.TemporaryDirectory(prefix="nodescreenbench-") as scratch:
-        print(f"nodescreenbench: {args.unchanged} unchanged runs, then {NODE} at quotas {quotas}")
-        same = []
-        for i in range(args.unchanged):
-            same.append(_run(Path(scratch), f"same{i + 1}"))
-            _print(same[-1])
-        faulty = []
-        for quota in quotas:
-            faulty.append(_run(Path(scratch), f"quota {quota}", quota))
-            _print(faulty[-1])
-    alarms = sum(bool(r.get("findings")) for r in same)
-    print(
-        f"nodescreenbench: false alarms {alarms} of {len(same)} unchanged runs; {NODE} named at "
-        + ", ".join(
-            f"{r['label']}: {'yes' if any(NODE in f for f in r.get('findings', [])) else 'no'}"
-            for r in faulty
-        )
-    )
-    return 0
+    faults = [
+        (f"quota {q}", {"TOPOFOAM_EMU_CPU": f"{NODE}={q}"}) for q in args.quotas.split(",") if q
+    ]
+    return controls("nodescreenbench", NODE, args.unchanged, faults, _run, _show)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """How far the validation verdict can be trusted on this machine (docs/timings.md).
 
-    python -m localsite.validatebench [--unchanged 10] [--fractions 0.95,0.91,0.87,0.83]
+    python -m localsite.validatebench [--baseline 3] [--unchanged 10] [--fractions 0.87,0.83]
 
-records a baseline with ``./bench validate --record``, then runs the validation selection
-``--unchanged`` times with nothing changed (every FAIL there is a false alarm), then once
-under each CPU quota fraction (localsite.cpuquota: a machine 1 / fraction times slower),
-and prints per session the verdict, its counts and the solver's measured change. Root only
-(the quota). Run it with nothing else on the machine: it is a timing.
+runs ``--baseline`` validation sessions (``./bench validate``) and records them together as the
+expectations (``python -m topofoam.validation record --sessions``: each expectation holds
+every session's median, and is checked for a degraded session first), then runs the
+validation selection ``--unchanged`` times with nothing changed (every FAIL there is a false
+alarm), then once under each CPU quota fraction (localsite.cpuquota: a machine 1 / fraction
+times slower; 0.87 is a 15 % slower solver), and prints per session the verdict, its counts,
+the solver's measured change and the smallest worsening of each metric the verdict could
+detect. Root only (the quota). Run it with nothing else on the machine: it is a timing.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ def _session(tag: str, fraction: float | None, record: bool = False) -> dict:
         return {"tag": tag, "exit": done.returncode, "took": took}
     verdict = json.loads(verdict_file.read_text())
     solver = [j for j in verdict["judgements"] if j["check"] == "SolverValidation"]
+    detectable = {
+        f"{j['check']} {j['metric']}": j.get("detectable", "") for j in verdict["judgements"]
+    }
     return {
         "tag": tag,
         "exit": done.returncode,
@@ -45,6 +51,7 @@ def _session(tag: str, fraction: float | None, record: bool = False) -> dict:
         "failed": [
             f"{j['check']} {j['metric']}" for j in verdict["judgements"] if j["status"] == "FAIL"
         ],
+        "detectable": detectable,
     }
 
 
@@ -70,15 +77,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m localsite.validatebench", description=__doc__.split("\n\n")[0]
     )
+    p.add_argument("--baseline", type=int, default=3, help="sessions recorded as the baseline")
     p.add_argument("--unchanged", type=int, default=10)
-    p.add_argument("--fractions", default="0.95,0.91,0.87,0.83")
+    p.add_argument("--fractions", default="0.87,0.83")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         print("validatebench: the CPU quota needs root -- run as root", file=sys.stderr)
         return 2
     stamp = time.strftime("%Y%m%dT%H%M%S")
     print(f"validatebench: results under {paths.results_dir()}, tags {stamp}-*", flush=True)
-    _print(_session(f"{stamp}-base", None, record=True))
+    tags = [f"{stamp}-base{i + 1}" for i in range(args.baseline)]
+    for tag in tags:
+        _print(_session(tag, None, record=True))
+    recorded = subprocess.run(
+        [sys.executable, "-m", "topofoam.validation", "record", "-C", "site-configs/local.py",
+         "--sessions", f"?tag in {tuple(tags)!r}"],
+        capture_output=True, text=True, cwd=paths.REPO,
+    )  # fmt: skip
+    print(f"validatebench: {(recorded.stdout + recorded.stderr).strip()}", flush=True)
+    if recorded.returncode != 0:
+        return 1
     unchanged = []
     for i in range(args.unchanged):
         unchanged.append(_session(f"{stamp}-same{i + 1}", None))
@@ -87,6 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     for fraction in (float(f) for f in args.fractions.split(",") if f):
         slowed.append(_session(f"{stamp}-quota{fraction:g}", fraction))
         _print(slowed[-1])
+    judged = [s for s in unchanged if "detectable" in s]
+    for metric in sorted({m for s in judged for m in s["detectable"]}):
+        seen = sorted(
+            {s["detectable"][metric] for s in judged if s["detectable"].get(metric)},
+            key=lambda d: float(d.split()[0]),
+        )
+        if seen:
+            print(f"validatebench: {metric} detects from {seen[0]} to {seen[-1]} (by session)")
     false_alarms = sum(s.get("verdict") == "FAIL" for s in unchanged)
     print(
         f"validatebench: false alarms {false_alarms} of {len(unchanged)} unchanged sessions "

@@ -218,23 +218,25 @@ def _screened(test: "FabricScreening") -> bool:
         raise SanityError("the screening program printed no result: see the job's stderr")
     n = int(ranks.group(1))
     try:
-        links = screening.parse(text)
-        if len(links) != n * (n - 1) // 2:
+        passes = screening.parse(text)
+        if not passes or len(passes[0]) != n * (n - 1) // 2:
             raise screening.ScreeningError(
-                f"{len(links)} links printed, {n} ranks have {n * (n - 1) // 2}"
+                f"{len(passes[0]) if passes else 0} links printed, {n} ranks have "
+                f"{n * (n - 1) // 2}"
             )
-        found = screening.screen(links, test.screen_margins)
+        found = screening.screen(passes, test.screen_margins)
     except screening.ScreeningError as e:
         raise SanityError(str(e)) from None
-    test.links = links
+    test.links = found.links
     test.slowest_node, test.slowest_link = found.slowest_node, found.slowest_link
     test.screened = found.summary()
     Path(test.stagedir, "screening.json").write_text(
         json.dumps(
             {
                 "rule": found.rule(),
+                "distance": found.distance,
                 "nodes": found.nodes,
-                "links": [vars(link) for link in found.links],
+                "links": [link.record() for link in found.links],
                 "outliers": [o.line() for o in found.outliers],
             },
             indent=1,
@@ -317,15 +319,30 @@ class FabricScreening(rfm.RunOnlyRegressionTest, OnFabric, Screened):
     slowest_link = variable(str, value="", loggable=True)
     #: The figures a verdict judges against expectations, where a site records them.
     validated_metrics = variable(list, value=["median_bandwidth", "median_rtt"])
-    #: The links as the sanity check parsed them, for the performance figures.
+    #: The links as the sanity check parsed them (each the median over the passes), for the
+    #: performance figures.
     links = variable(list, value=[])
+    #: Passes over all links, each in its own random order: the rule reads the noise from
+    #: pass to pass, so more passes resolve smaller faults.
+    screen_passes = variable(int, value=5)
+    #: The bandwidth's message size (4 of them in flight each way): large enough that a
+    #: link's rate, not its latency, sets the time.
+    screen_bytes = variable(int, value=1 << 20)
 
     @run_after("setup")
     def program(self):
         extras = self.current_partition.extras
         self.executable = f"{self.build.stagedir}/{self.build.executable}"
         # Nodes that share one machine's cores would measure each other if pairs ran at once.
+        if self.screen_passes < 1 or self.screen_bytes < 8:
+            raise sweepspace.SweepError(
+                f"FabricScreening: screen_passes={self.screen_passes}, "
+                f"screen_bytes={self.screen_bytes} -- give 1 pass or more (3 at least for a "
+                f"threshold from the noise) and 8 bytes or more"
+            )
         self.executable_opts = ["--serial"] if extras.get("emulated") else []
+        self.executable_opts += ["--repeats", str(self.screen_passes)]
+        self.executable_opts += ["--bytes", str(self.screen_bytes)]
         self.descr = "all links between " + (
             f"{self.screen_nodes} nodes" if self.screen_nodes else "the idle nodes"
         )
@@ -361,7 +378,10 @@ def _nodes_screened(test: "NodeScreening") -> bool:
                 f"{len(rounds)} node(s) measured, {test.screen_nodes} allocated: see the "
                 f"job's stderr"
             )
-        found = screening.screen_nodes(rounds, prints, test.screen_margins)
+        extras = test.current_partition.extras
+        declared = {k: extras[k] for k in ("cores", "numa_nodes", "nps") if extras.get(k)}
+        declared["partition"] = test.current_partition.fullname
+        found = screening.screen_nodes(rounds, prints, test.screen_margins, declared)
     except screening.ScreeningError as e:
         raise SanityError(str(e)) from None
     test.node_figures = found.figures

@@ -8,6 +8,9 @@ nodes differ by host name). Open MPI itself still sees one machine.
   account (TOPOFOAM_FABRIC_ACCOUNT_DIR) each send and collective got exactly one L, no more:
   what the code controls, where a wall-clock upper bound would fail whenever anything else
   ran on the machine (it did, twice, in CI);
+- a node given a latency factor (TOPOFOAM_FABRIC_LATENCY_FACTORS, the doubled-latency
+  control of the fabric screening) makes every send and collective that touches it wait
+  that multiple of L, by the same account;
 - ranks that share a host name gain nothing (the account says no delay was added);
 - stacked with the call counter (fabric first in LD_PRELOAD), the counts are exactly those
   without it: every call reaches the next library.
@@ -43,8 +46,12 @@ def built(tmp_path_factory):
     }
 
 
-def pingpong(built, *, preload=(), latency=L_US, own_hosts=True, counts=None, account=None):
+def pingpong(
+    built, *, preload=(), latency=L_US, own_hosts=True, counts=None, account=None, factors=""
+):
     env_args = ["-x", f"TOPOFOAM_FABRIC_LATENCY_US={latency}"]
+    if factors:
+        env_args += ["-x", f"TOPOFOAM_FABRIC_LATENCY_FACTORS={factors}"]
     if account:
         env_args += ["-x", f"TOPOFOAM_FABRIC_ACCOUNT_DIR={account}"]
     if preload:
@@ -81,6 +88,15 @@ def test_messages_between_nodes_arrive_a_latency_later(built, tmp_path):
     assert added["sends_delayed"] > 0 and added["collectives_delayed"] > 0, added
     assert added["send_delay_us"] == pytest.approx(added["sends_delayed"] * L_US), added
     assert added["collective_delay_us"] == pytest.approx(added["collectives_delayed"] * L_US)
+
+
+def test_a_node_with_a_latency_factor_makes_its_messages_wait_that_multiple(built, tmp_path):
+    delayed = pingpong(built, preload=["fabric"], account=tmp_path, factors="rank1=2,other=5")
+    assert delayed["rtt"] >= 4 * L_US, delayed
+    added = fabric.account(tmp_path, ranks=2)
+    assert added["sends_delayed"] > 0 and added["collectives_delayed"] > 0, added
+    assert added["send_delay_us"] == pytest.approx(added["sends_delayed"] * 2 * L_US), added
+    assert added["collective_delay_us"] == pytest.approx(added["collectives_delayed"] * 2 * L_US)
 
 
 def test_ranks_of_one_node_gain_nothing(built, tmp_path):

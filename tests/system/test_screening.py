@@ -1,19 +1,23 @@
 """Fabric and node screening, proven by injecting the fault: one node under a CPU quota of
 its own is named by the node screening, its peers not; on the emulated cluster (4 nodes, each a
 network namespace), one node's link limited by a real token bucket (tc tbf, on both ends of
-its veth pair) is named by the validation verdict, and its peers are not; the cluster as it
-is passes, and its first validation records its expectations. The screening program runs
+its veth pair) is named by the validation verdict, and its peers are not; under a fabric
+profile, a link at half the profile's bandwidth and a doubled latency on another node are
+each named, and the same profile unchanged passes; the cluster as it is passes, and its first
+validation records its expectations. The screening program runs
 through Slurm's srun on all idle nodes of the partition (ReFrame's flexible allocation)."""
 
 import json
 import os
 import re
+import statistics
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import PYTHON, REPO, needs_root
+from topofoam.config import fabric
 
 pytestmark = needs_root
 
@@ -21,9 +25,10 @@ SLOW = "node3"
 RATE = "200mbit"  # about 25 MB/s; the veths carry over 1,000 MB/s here
 
 
-def validate_emu(results, links="", cpu="", binds="", only=""):
+def validate_emu(results, links="", cpu="", binds="", only="", profile="", latency=""):
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_EMU_LINKS=links)
-    env.update(TOPOFOAM_EMU_CPU=cpu, TOPOFOAM_EMU_BIND=binds)
+    env.update(TOPOFOAM_EMU_CPU=cpu, TOPOFOAM_EMU_BIND=binds, TOPOFOAM_FABRIC=profile)
+    env.update(TOPOFOAM_EMU_LATENCY=latency)
     env.pop("SLURM_CONF", None)
     command = [PYTHON, "-m", "localsite.cli", "validate", "--partition", "emu", "--"]
     command += ["-t", "screening"] + (["-n", only] if only else [])
@@ -50,7 +55,7 @@ def test_the_cluster_as_it_is_passes(tmp_path):
     # The perflog names the slowest node and link, and the one-line summary.
     (perflog,) = (tmp_path / "perflogs" / "local" / "emu").glob("FabricScreening*.log")
     text = perflog.read_text()
-    assert "4 nodes, 6 links: bandwidth median" in text and "no outlier(s)" in text
+    assert "4 nodes, 6 links, 5 pass(es): bandwidth median" in text and "no outlier(s)" in text
     # Every node measured against its peers (the node screening's fault-free control).
     nodes = screened(tmp_path, "NodeScreening", "nodes.json")
     assert sorted(nodes["nodes"]) == ["node1", "node2", "node3", "node4"]
@@ -101,6 +106,47 @@ def test_a_slow_link_names_its_node_in_the_verdict(tmp_path):
     slow = [x["mbps"] for x in found["links"] if SLOW in (x["a"], x["b"])]
     fast = [x["mbps"] for x in found["links"] if SLOW not in (x["a"], x["b"])]
     assert max(slow) < 50 < min(fast), found  # the shaped rate, measured back (MB/s)
+
+
+#: A fabric whose links cost what the profile says (the fabric interposer's latency, tc's
+#: rate on every node's link): the half-speed link and doubled latency are injected on it.
+PROFILE = "vsc5x30"
+
+
+def test_under_a_fabric_profile_the_unchanged_links_pass(tmp_path):
+    """The fault-free control of the two below: the same profile, nothing injected."""
+    done = validate_emu(tmp_path, profile=PROFILE, only="FabricScreening")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    found = screened(tmp_path)
+    assert found["outliers"] == [] and len(found["links"]) == 6, found
+    # Every link carries the profile's bandwidth (tc's rate), not the bridge's.
+    rate = fabric.profile(PROFILE).mbytes
+    assert all(0.7 * rate < link["mbps"] < 1.1 * rate for link in found["links"]), found
+
+
+def test_a_half_speed_link_and_a_doubled_latency_are_named(tmp_path):
+    """Two faults of the size an admin hunts, on two of four nodes under the profile: node3's
+    link at half the profile's bandwidth (a link trained at half width), node2's latency
+    twice the profile's (the interposer's factor). Each is named by its figure; the two
+    healthy nodes are not."""
+    half = f"{round(fabric.profile(PROFILE).mbytes * 0.5 * 8000)}kbit"
+    done = validate_emu(
+        tmp_path, links=f"{SLOW}={half}", latency="node2=2", profile=PROFILE, only="FabricScreening"
+    )
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
+    fail = [line for line in done.stdout.splitlines() if line.startswith("FAIL: FabricScreening")]
+    assert fail, done.stdout[-4000:]
+    named = fail[0].split(" (outlier:")[0]
+    assert (
+        f"node {SLOW} is slow: bandwidth out" in named
+        and f"node {SLOW} is slow: bandwidth in" in named
+    )
+    assert "node node2 is slow: round trip" in named
+    for other in ("node1", "node4"):
+        assert f"node {other}" not in named
+    found = screened(tmp_path)
+    peers = statistics.median(found["nodes"][n]["mbps_in"] for n in ("node1", "node4"))
+    assert found["nodes"][SLOW]["mbps_in"] < 0.6 * peers, found["nodes"]
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,35 @@ def test_a_session_with_a_failed_case_is_refused_as_part_of_a_baseline():
         expectations.from_sessions(base)
 
 
+def test_a_session_whose_screening_named_an_outlier_node_is_refused():
+    """A baseline is checked against the peers: a session in which the node screening named
+    a node is no baseline, whatever its medians."""
+    base = baseline(3)
+    base[2].failed = ["NodeScreening on site:part: node node3 is slow: solver time 3.6 s, ..."]
+    with pytest.raises(SessionError, match=r"node node3 is slow.* -- a baseline must be healthy"):
+        expectations.from_sessions(base)
+
+
+def test_a_session_far_worse_than_a_published_value_is_refused():
+    """Against published values where a site has them: a session whose bandwidth is under
+    half the published one (margin 100 %: indicative) is refused, naming the source; one
+    at two thirds of it is accepted."""
+
+    def published(mbps):
+        return expectations.Expectation(
+            BANDWIDTH, "MB/s", "higher", 1.0, "seed 000 Table 2 (indicative)", value=mbps
+        )
+
+    base = baseline(3)
+    with pytest.raises(SessionError) as e:
+        expectations.from_sessions(base, published=[published(20000.0)])
+    assert "median_bandwidth is 9" in str(e.value)
+    assert "times worse than seed 000 Table 2 (indicative)'s 2e+04 MB/s (margin 100 %)" in str(
+        e.value
+    )
+    assert expectations.from_sessions(base, published=[published(13500.0)])
+
+
 @pytest.mark.parametrize("medians", [[1.0, 2.0], [1.0, -1.0, 2.0], "fast"])
 def test_bad_session_medians_are_refused(tmp_path, medians):
     import yaml

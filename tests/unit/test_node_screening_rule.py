@@ -56,15 +56,15 @@ def test_the_threshold_widens_with_the_rounds_spread():
     by +-20 % widen the rule's distance beyond it, and the rule says what it resolved."""
     steady = screen(probe_text(noise=0.02, rounds=5, seed=3))
     noisy = screen(probe_text(noise=0.2, rounds=5, seed=3))
-    assert steady.distance["solver_s"] == pytest.approx(0.10)
-    assert noisy.distance["solver_s"] > 0.2
+    assert steady.distance["solver time"] == pytest.approx(0.10)
+    assert noisy.distance["solver time"] > 0.2
     assert "resolved here: solver time 10%" in steady.rule()
 
 
-def fingerprint(ucx="1.13.1", governor="performance"):
+def fingerprint(ucx="1.13.1", governor="performance", node="x", numa_nodes=16):
     return {
-        "node": "x",
-        "topology": {"packages": 2, "cores": 128, "source": "this node"},
+        "node": node,
+        "topology": {"packages": 2, "cores": 128, "numa_nodes": numa_nodes, "source": "this node"},
         "cpu": {"model": "AMD EPYC 7713", "governor": governor},
         "software": {"ucx": ucx, "ucx_transports": ["rc", "ud"]},
     }
@@ -77,6 +77,25 @@ def test_a_fingerprint_unlike_its_peers_is_named_in_one_line():
     assert found.differences == ["node node2: software.ucx is 1.14.0, 3 of its 3 peers have 1.13.1"]
     prints["node4"] = fingerprint(governor="powersave")
     assert len(screen(probe_text(), prints).differences) == 2
+
+
+def test_every_node_is_held_against_the_site_file_too():
+    """A BIOS reset on every node (NPS4 to NPS1) leaves the peers alike: the site file's
+    declaration names each node; nodes as declared give no line."""
+    declared = {"partition": "vsc5:zen3_0512", "cores": 128, "numa_nodes": 16, "nps": "NPS4"}
+    prints = {f"node{i}": fingerprint(node=f"node{i}", numa_nodes=4) for i in range(1, 5)}
+    found = screening.screen_nodes(screening.parse_rounds(probe_text()), prints, None, declared)
+    assert found.differences == [
+        f"vsc5:zen3_0512 declares 16 NUMA nodes (NPS4), node node{i} has 4: NPS changed?"
+        for i in range(1, 5)
+    ]
+    alike = {f"node{i}": fingerprint(node=f"node{i}") for i in range(1, 5)}
+    assert (
+        screening.screen_nodes(
+            screening.parse_rounds(probe_text()), alike, None, declared
+        ).differences
+        == []
+    )
 
 
 def test_the_probe_s_fingerprint_lines_are_read():
@@ -126,4 +145,4 @@ def test_a_bimodal_figure_widens_the_rule_instead_of_naming_a_healthy_node():
     rounds = {n: {"solver_s": [1.15, 1.16, 1.17], "membw": bw} for n, bw in flips.items()}
     found = screening.screen_nodes(rounds)
     assert found.outliers == []
-    assert found.distance["membw"] > 0.5
+    assert found.distance["memory bandwidth"] > 0.5

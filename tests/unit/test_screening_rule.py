@@ -1,9 +1,11 @@
-"""Screening the nodes of an allocation (topofoam.validation.screening): a slow node is named,
-not the peers its links touch; a slow link between healthy nodes is named as a link; noise
-within the margin is never an outlier; figures that are not measurements, two ranks on one
-node and too few nodes are refused in one line. The figures are TEST DATA (seeded draws
-around bandwidths and round trips of the emulated cluster's order); the real measurement is
-tests/system/test_screening.py's."""
+"""Screening the links of an allocation (topofoam.validation.screening): a slow node is named,
+not the peers its links touch; a slow link between healthy nodes is named as a link, one way
+where only one way is slow; a half-speed link and a doubled round trip are named at a noise
+that resolves them, and a drift that moves every link between passes cancels; noise within
+the rule is never an outlier, and the rule's threshold widens with the passes' own spread;
+figures that are not measurements, two ranks on one node, damaged passes and too few nodes
+are refused in one line. The figures are TEST DATA (seeded draws around bandwidths and round
+trips of the emulated cluster's order); the real measurement is tests/system/test_screening.py's."""
 
 import itertools
 import random
@@ -15,58 +17,107 @@ from topofoam.validation import screening
 from topofoam.validation.screening import Link, ScreeningError
 
 
-def fabric(n=6, slow_node=None, slow_link=None, noise=0.08, seed=0, factor=0.1):
-    """All links of ``n`` nodes, bandwidth about 3,000 MB/s and round trip about 50 us, each
-    within +-``noise``; the slow node's links or the slow link at ``factor`` of the bandwidth."""
+def fabric(n=6, slow_node=None, slow_link=None, noise=0.05, seed=0, factor=0.1, passes=5,
+           drift=0.0, rtt_factor=1.0, one_way=False):  # fmt: skip
+    """``passes`` passes over all links of ``n`` nodes: bandwidth about 3,000 MB/s and round
+    trip about 50 us, each within +-``noise`` and every pass moved by up to +-``drift``; the
+    slow node's links or the slow link at ``factor`` of the bandwidth (only from the slow node,
+    or the slow link's first node, with ``one_way``) and ``rtt_factor`` of the round trip."""
     rng = random.Random(seed)
     nodes = [f"n{i}" for i in range(1, n + 1)]
-    links = []
-    for a, b in itertools.combinations(nodes, 2):
-        mbps = 3000 * (1 + rng.uniform(-noise, noise))
-        rtt = 50 * (1 + rng.uniform(-noise, noise))
-        if slow_node in (a, b) or {a, b} == set(slow_link or ()):
-            mbps *= factor
-        links.append(Link(a, b, rtt, mbps))
-    return links
+    out = []
+    for _ in range(passes):
+        level = 1 + rng.uniform(-drift, drift)
+        links = []
+        for a, b in itertools.combinations(nodes, 2):
+            ab, ba = (3000 * level * (1 + rng.uniform(-noise, noise)) for _ in "ab")
+            rtt = 50 / level * (1 + rng.uniform(-noise, noise))
+            if slow_node in (a, b) or {a, b} == set(slow_link or ()):
+                sender = slow_node or slow_link[0]  # the way that is slow with one_way
+                ab *= factor if not one_way or a == sender else 1
+                ba *= factor if not one_way or b == sender else 1
+                rtt *= rtt_factor
+            links.append(Link(a, b, rtt, ab, ba))
+        out.append(links)
+    return out
 
 
-def text(links):
-    lines = [f"screening ranks {len({x.a for x in links} | {x.b for x in links})} mode serial"]
-    lines += [
-        f"link {i} {i + 1} {x.a} {x.b} rtt_us {x.rtt_us:.3f} MBps {x.mbps:.1f}"
-        for i, x in enumerate(links)
-    ]
+def text(passes):
+    nodes = sorted({x.a for x in passes[0]} | {x.b for x in passes[0]})
+    lines = [f"screening ranks {len(nodes)} mode serial bytes 1048576 window 4 repeats "
+             f"{len(passes)} seed 1"]  # fmt: skip
+    for k, links in enumerate(passes):
+        lines += [
+            f"pass {k} {nodes.index(x.a)} {nodes.index(x.b)} {x.a} {x.b} rtt_us {x.rtt_us:.3f} "
+            f"MBps_ij {x.mbps_ab:.1f} MBps_ji {x.mbps_ba:.1f}"
+            for x in links
+        ]
     return "\n".join(lines) + "\n"
 
 
 @pytest.mark.parametrize("n", [3, 4, 8, 64])
 def test_a_slow_node_is_named_and_its_peers_are_not(n):
     found = screening.screen(fabric(n, slow_node="n2", seed=n))
-    assert [o.what for o in found.outliers] == ["node n2"]
+    assert {o.what for o in found.outliers} == {"node n2"}
     assert found.slowest_node == "n2"
-    (line,) = [o.line() for o in found.outliers]
+    line = found.outliers[0].line()
     assert line.startswith("node n2 is slow: bandwidth ") and "its peers' median" in line
 
 
 @pytest.mark.parametrize("n", [4, 8, 64])
 def test_a_slow_link_between_healthy_nodes_is_named_as_the_link(n):
     found = screening.screen(fabric(n, slow_link=("n1", "n3"), seed=n))
-    assert [o.what for o in found.outliers] == ["link n1-n3"]
+    assert {o.what for o in found.outliers} == {"link n1->n3", "link n3->n1"}
     assert found.slowest_link == "n1-n3"
 
 
+def test_a_link_slow_one_way_is_named_that_way():
+    found = screening.screen(fabric(6, slow_link=("n2", "n5"), factor=0.5, one_way=True))
+    assert [o.what for o in found.outliers] == ["link n2->n5"]
+
+
+def test_a_node_slow_sending_only_is_named_by_its_bandwidth_out():
+    found = screening.screen(fabric(6, slow_node="n4", factor=0.5, one_way=True))
+    assert [(o.what, o.figure) for o in found.outliers] == [("node n4", "bandwidth out")]
+
+
 @pytest.mark.parametrize("seed", range(20))
-def test_noise_within_the_margin_is_no_outlier(seed):
+def test_noise_within_the_rule_is_no_outlier(seed):
     found = screening.screen(fabric(8, noise=0.15, seed=seed))
     assert found.outliers == []
     assert "no outlier(s)" in found.summary()
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_a_half_speed_node_and_a_doubled_round_trip_are_named_at_modest_noise(seed):
+    """The issue's controls: half the bandwidth, twice the round trip, 4 nodes, 5 passes,
+    +-5 % noise and +-30 % drift between passes (which cancels)."""
+    half = screening.screen(fabric(4, slow_node="n3", factor=0.5, seed=seed, drift=0.3))
+    assert {(o.what, o.figure) for o in half.outliers} == {
+        ("node n3", "bandwidth out"),
+        ("node n3", "bandwidth in"),
+    }
+    slow = screening.screen(fabric(4, slow_node="n3", factor=1, rtt_factor=2, seed=seed, drift=0.3))
+    assert [(o.what, o.figure) for o in slow.outliers] == [("node n3", "round trip")]
+    assert max(half.distance.values()) < 0.4, half.rule()
+
+
+def test_the_threshold_follows_the_passes_spread():
+    """Steady passes resolve a link's figures to the margin; passes that scatter by +-40 %
+    widen the rule's distance, a half-speed node then within it, and the rule says so."""
+    steady = screening.screen(fabric(6, noise=0.02))
+    assert steady.distance["bandwidth out"] == pytest.approx(screening.MARGINS["MB/s"])
+    noisy = screening.screen(fabric(6, noise=0.4, slow_node="n2", factor=0.7, seed=2))
+    assert noisy.distance["bandwidth out"] > 0.4
+    assert noisy.outliers == []
+    assert "resolved here: bandwidth out" in noisy.rule()
+
+
 def test_a_node_slower_than_the_margin_but_not_by_it_passes_and_beyond_it_fails():
-    """15 % slower is within the 25 % bandwidth margin; 40 % slower is not."""
+    """15 % slower is within the 20 % bandwidth margin; 40 % slower is not."""
     assert screening.screen(fabric(6, slow_node="n4", noise=0.02, factor=0.85)).outliers == []
     found = screening.screen(fabric(6, slow_node="n4", noise=0.02, factor=0.6))
-    assert [o.what for o in found.outliers] == ["node n4"]
+    assert {o.what for o in found.outliers} == {"node n4"}
     # A wider margin of the partition's own takes it back.
     assert (
         screening.screen(fabric(6, slow_node="n4", noise=0.02, factor=0.6), {"MB/s": 0.5}).outliers
@@ -77,40 +128,43 @@ def test_a_node_slower_than_the_margin_but_not_by_it_passes_and_beyond_it_fails(
 def test_a_slow_node_among_widely_spread_peers_is_named():
     """Measured on the emulated cluster (CI, 2026-11-25): node3 limited to 200 Mbit/s, its
     healthy peers' links between 1,300 and 2,400 MB/s. Counted among its own peers, node3
-    widened their MAD until it hid itself; judged against its peers alone it is named."""
+    widened their MAD until it hid itself; judged against its peers alone it is named, and
+    no healthy node is. (One pass, as then: the link node1-node4, 46 % below the others, can
+    not be told from noise with no second pass, and is named as a link.)"""
     links = [
-        Link("node1", "node2", 22.9, 2410.3),
-        Link("node1", "node3", 24.6, 25.3),
-        Link("node1", "node4", 26.0, 1302.7),
-        Link("node2", "node3", 33.9, 25.3),
-        Link("node2", "node4", 26.1, 2417.8),
-        Link("node3", "node4", 23.3, 25.3),
+        Link("node1", "node2", 22.9, 2410.3, 2410.3),
+        Link("node1", "node3", 24.6, 25.3, 25.3),
+        Link("node1", "node4", 26.0, 1302.7, 1302.7),
+        Link("node2", "node3", 33.9, 25.3, 25.3),
+        Link("node2", "node4", 26.1, 2417.8, 2417.8),
+        Link("node3", "node4", 23.3, 25.3, 25.3),
     ]
-    found = screening.screen(links, {"MB/s": 0.6, "us": 1.0})  # the emulated cluster's
-    assert [o.line().split(":")[0] for o in found.outliers] == ["node node3 is slow"]
+    found = screening.screen([links])
+    named = {o.what for o in found.outliers if o.what.startswith("node")}
+    assert named == {"node node3"}
 
 
-def test_a_node_with_slow_round_trips_is_named():
-    links = [Link(x.a, x.b, x.rtt_us * (4 if "n5" in (x.a, x.b) else 1), x.mbps) for x in fabric(6)]
-    found = screening.screen(links)
-    assert [(o.what, o.figure) for o in found.outliers] == [("node n5", "round trip")]
-    assert "above" in found.outliers[0].line()
+def test_the_printed_passes_are_read_back():
+    passes = fabric(4, slow_node="n3", passes=3)
+    back = screening.parse(text(passes))
+    assert len(back) == 3
+    assert [(x.a, x.b) for x in back[1]] == [(x.a, x.b) for x in passes[1]]
+    assert [x.mbps_ba for x in back[2]] == pytest.approx([x.mbps_ba for x in passes[2]], rel=1e-3)
 
 
-def test_the_printed_links_are_read_back():
-    links = fabric(4, slow_node="n3")
-    back = screening.parse(text(links))
-    assert [(x.a, x.b) for x in back] == [(x.a, x.b) for x in links]
-    assert [x.mbps for x in back] == pytest.approx([x.mbps for x in links], rel=1e-3)
+def test_passes_that_measured_different_links_are_refused():
+    damaged = "\n".join(text(fabric(4, passes=2)).splitlines()[:-1]) + "\n"
+    with pytest.raises(ScreeningError, match="the passes measured different links"):
+        screening.parse(damaged)
 
 
 @pytest.mark.parametrize(
     "line, said",
     [
-        ("link 0 1 n1 n2 rtt_us nan MBps 3000.0", "not a measurement"),
-        ("link 0 1 n1 n2 rtt_us 50.0 MBps -1.0", "not a measurement"),
-        ("link 0 1 n1 n2 rtt_us 50.0 MBps 0.0", "not a measurement"),
-        ("link 0 1 n1 n1 rtt_us 50.0 MBps 3000.0", "two ranks ran on node n1"),
+        ("pass 0 0 1 n1 n2 rtt_us nan MBps_ij 3000.0 MBps_ji 3000.0", "not a measurement"),
+        ("pass 0 0 1 n1 n2 rtt_us 50.0 MBps_ij -1.0 MBps_ji 3000.0", "not a measurement"),
+        ("pass 0 0 1 n1 n2 rtt_us 50.0 MBps_ij 3000.0 MBps_ji 0.0", "not a measurement"),
+        ("pass 0 0 1 n1 n1 rtt_us 50.0 MBps_ij 3000.0 MBps_ji 3000.0", "two ranks ran on node n1"),
     ],
 )
 def test_figures_that_are_not_measurements_are_refused(line, said):
@@ -121,7 +175,7 @@ def test_figures_that_are_not_measurements_are_refused(line, said):
 @pytest.mark.parametrize("n", [0, 2])
 def test_fewer_than_three_nodes_cannot_be_screened(n):
     with pytest.raises(ScreeningError, match=f"^{n} node.s. measured.*needs 3 at least"):
-        screening.screen(fabric(n))
+        screening.screen(fabric(n) if n else [])
 
 
 @pytest.mark.parametrize(
@@ -146,3 +200,22 @@ def test_link_limits_as_given(monkeypatch):
     assert settings.emu_links() == {"node3": "100mbit", "node1": "2.5gbit"}
     monkeypatch.delenv("TOPOFOAM_EMU_LINKS")
     assert settings.emu_links() == {}
+
+
+@pytest.mark.parametrize(
+    "value", ["node3=0", "node3=200", "node9=2", "node3=twice", "node3=2,node3=3"]
+)
+def test_a_bad_latency_factor_is_one_line(monkeypatch, value):
+    monkeypatch.setenv("TOPOFOAM_EMU_LATENCY", value)
+    with pytest.raises(settings.SettingError, match=r"is not NODE=FACTOR, each node once"):
+        settings.emu_latency()
+
+
+def test_a_latency_factor_needs_a_fabric_profile(monkeypatch):
+    monkeypatch.setenv("TOPOFOAM_EMU_LATENCY", "node3=2")
+    monkeypatch.delenv("TOPOFOAM_FABRIC", raising=False)
+    with pytest.raises(settings.SettingError, match="TOPOFOAM_FABRIC names none"):
+        settings.check_all()
+    monkeypatch.setenv("TOPOFOAM_FABRIC", "vsc5x30")
+    settings.check_all()
+    assert settings.emu_latency() == {"node3": 2.0}

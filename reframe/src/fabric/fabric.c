@@ -25,6 +25,10 @@
  * LD_PRELOAD), and the library does not link libmpi: preloaded into a job's shell or srun,
  * it is never called.
  *
+ * TOPOFOAM_FABRIC_LATENCY_FACTORS: nodes whose latency is a multiple of L, ``node3=2``
+ * (comma-separated; a fault injected on purpose): a message to or from such a node waits
+ * the larger factor of its two ends times L, a collective over it the largest of its nodes'.
+ *
  * TOPOFOAM_FABRIC_ACCOUNT_DIR: where each rank writes, at MPI_Finalize, what it added
  * (fabric.<rank>: sends and collectives delayed, and the delay each added, as scheduled):
  * the delay the interposer controls, which a test can check exactly, unlike a wall-clock
@@ -69,8 +73,10 @@ static double latency = 0;      /* seconds, one way */
 static double perByte = 0;      /* seconds per byte: 1 / B */
 static int worldSize = 0;
 static int *nodeOf = NULL;      /* node index of each world rank */
+static double *factorOf = NULL; /* latency factor of each world rank's node */
 static int burst = 0;           /* sends posted since the last wait */
 static double burstLeaves = 0;  /* when the burst's messages leave */
+static double burstFactor = 1;  /* the latency factor the burst waits */
 
 /* Non-blocking allreduces not yet due */
 #define PENDING 256
@@ -83,6 +89,7 @@ static int nPending = 0;
 static MPI_Comm commHandle[COMMS];
 static int commSize[COMMS];
 static int commNodes[COMMS];
+static double commFactor[COMMS];
 static int *commWorld[COMMS];
 static int nComms = 0;
 
@@ -116,6 +123,25 @@ static void waitUntil(double when)
 }
 
 
+/* The latency factor that the list "node3=2,node1=1.5" gives host (1 if none). */
+static double nodeFactor(const char *list, const char *host)
+{
+    const size_t n = strlen(host);
+    for (const char *p = list; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+    {
+        while (*p == ' ')
+        {
+            p++;
+        }
+        if (!strncmp(p, host, n) && p[n] == '=' && atof(p + n + 1) > 0)
+        {
+            return atof(p + n + 1);
+        }
+    }
+    return 1;
+}
+
+
 static void setUp(void)
 {
     const char *text = getenv("TOPOFOAM_FABRIC_LATENCY_US");
@@ -142,6 +168,12 @@ static void setUp(void)
         name, MPI_MAX_PROCESSOR_NAME, CHAR_HANDLE,
         names, MPI_MAX_PROCESSOR_NAME, CHAR_HANDLE, world
     );
+    factorOf = malloc(sizeof(double)*(size_t) worldSize);
+    const char *factors = getenv("TOPOFOAM_FABRIC_LATENCY_FACTORS");
+    for (int r = 0; r < worldSize; r++)
+    {
+        factorOf[r] = nodeFactor(factors, names + (size_t) r*MPI_MAX_PROCESSOR_NAME);
+    }
     for (int r = 0; r < worldSize; r++)
     {
         nodeOf[r] = r;
@@ -214,11 +246,20 @@ static int commSlot(MPI_Comm c)
         nodes += !seen;
     }
     commNodes[slot] = nodes;
+    commFactor[slot] = 1;
+    for (int r = 0; r < size; r++)
+    {
+        if (factorOf[commWorld[slot][r]] > commFactor[slot])
+        {
+            commFactor[slot] = factorOf[commWorld[slot][r]];
+        }
+    }
     return slot;
 }
 
 
-static int otherNode(int dest, MPI_Comm c)
+/* The latency factor of a message to dest over c: 0 if dest is on this rank's node. */
+static double otherNode(int dest, MPI_Comm c)
 {
     if (latency == 0 || dest < 0)  /* MPI_PROC_NULL */
     {
@@ -228,14 +269,21 @@ static int otherNode(int dest, MPI_Comm c)
     int rank = 0;
     p_PMPI_Comm_rank(c, &rank);
     int slot = commSlot(c);
-    return nodeOf[commWorld[slot][dest]] != nodeOf[commWorld[slot][rank]];
+    const int to = commWorld[slot][dest], from = commWorld[slot][rank];
+    if (nodeOf[to] == nodeOf[from])
+    {
+        return 0;
+    }
+    return factorOf[to] > factorOf[from] ? factorOf[to] : factorOf[from];
 }
 
 
-/* A send to another node leaves with the burst it is part of, after the burst's bytes. */
+/* A send to another node leaves with the burst it is part of, after the burst's bytes; a
+ * burst waits the largest latency among its messages'. */
 static void sendDelay(int count, MPI_Datatype t, int dest, MPI_Comm c)
 {
-    if (!otherNode(dest, c))
+    const double factor = otherNode(dest, c);
+    if (factor == 0)
     {
         return;
     }
@@ -246,8 +294,15 @@ static void sendDelay(int count, MPI_Datatype t, int dest, MPI_Comm c)
     if (!burst)
     {
         burst = 1;
-        burstLeaves = now() + latency;
-        sendDelayAdded += latency;
+        burstFactor = factor;
+        burstLeaves = now() + latency*factor;
+        sendDelayAdded += latency*factor;
+    }
+    else if (factor > burstFactor)
+    {
+        burstLeaves += latency*(factor - burstFactor);
+        sendDelayAdded += latency*(factor - burstFactor);
+        burstFactor = factor;
     }
     burstLeaves += bytes <= BUCKET ? bytes*perByte : 0;
     sendDelayAdded += bytes <= BUCKET ? bytes*perByte : 0;
@@ -264,12 +319,13 @@ static double collectiveDelay(MPI_Comm c, int allToAll)
     {
         return 0;
     }
-    int k = commNodes[commSlot(c)];
+    const int slot = commSlot(c);
+    int k = commNodes[slot];
     if (k <= 1)
     {
         return 0;
     }
-    double delay = latency*(allToAll ? k - 1 : ceil(log2((double) k)));
+    double delay = latency*commFactor[slot]*(allToAll ? k - 1 : ceil(log2((double) k)));
     collectivesDelayed++;
     collectiveDelayAdded += delay;
     return delay;

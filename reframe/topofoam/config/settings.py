@@ -145,28 +145,43 @@ def emu_links() -> dict[str, str]:
     return limits
 
 
+def _node_numbers(name: str, what: str, example: str, low: float, high: float) -> dict[str, float]:
+    """``name``: emulated nodes each with a number in (low, high], ``node3=0.8,node1=0.9``."""
+    text = _text(name)
+    if text is None:
+        return {}
+    numbers: dict[str, float] = {}
+    for item in text.split(","):
+        host, _, number = (part.strip() for part in item.partition("="))
+        try:
+            value = float(number)
+        except ValueError:
+            value = float("nan")
+        if not re.fullmatch(r"node[1-8]", host) or not low < value <= high or host in numbers:
+            raise SettingError(
+                f"{name}={text!r}: {item.strip()!r} is not NODE={what.split()[0].upper()}, each "
+                f"node once -- give e.g. {example} (nodes node1 to node8, {what} above {low:g} "
+                f"and at most {high:g}; or unset it)"
+            )
+        numbers[host] = value
+    return numbers
+
+
 def emu_cpu() -> dict[str, float]:
     """TOPOFOAM_EMU_CPU: emulated nodes whose processes share only a fraction of this
     machine's cores' time (a CPU quota), ``node3=0.8``: one slow node among its peers,
     injected on purpose (the node screening's positive control)."""
-    text = _text("TOPOFOAM_EMU_CPU")
-    if text is None:
-        return {}
-    quotas: dict[str, float] = {}
-    for item in text.split(","):
-        host, _, fraction = (part.strip() for part in item.partition("="))
-        try:
-            value = float(fraction)
-        except ValueError:
-            value = -1.0
-        if not re.fullmatch(r"node[1-8]", host) or not 0 < value <= 1 or host in quotas:
-            raise SettingError(
-                f"TOPOFOAM_EMU_CPU={text!r}: {item.strip()!r} is not NODE=FRACTION, each node "
-                f"once -- give e.g. node3=0.8 (nodes node1 to node8, a fraction of the "
-                f"machine's cores' time above 0 and at most 1; or unset it: no quota)"
-            )
-        quotas[host] = value
-    return quotas
+    return _node_numbers(
+        "TOPOFOAM_EMU_CPU", "fraction of the machine's cores' time", "node3=0.8", 0, 1
+    )
+
+
+def emu_latency() -> dict[str, float]:
+    """TOPOFOAM_EMU_LATENCY: emulated nodes whose inter-node latency is a multiple of the
+    fabric profile's, ``node3=2``: one node with a doubled latency among its peers, injected
+    on purpose (the fabric screening's positive control). Needs TOPOFOAM_FABRIC: the latency
+    is the fabric interposer's (these kernels have no netem)."""
+    return _node_numbers("TOPOFOAM_EMU_LATENCY", "factor of the latency", "node3=2", 0, 100)
 
 
 def emu_binds() -> dict[str, list[tuple[str, str]]]:
@@ -212,4 +227,9 @@ def check_all() -> None:
     emu_binds()
     from topofoam.config import fabric  # it reads its table through this module
 
-    fabric.from_environment()
+    if not fabric.from_environment() and emu_latency():
+        raise SettingError(
+            f"TOPOFOAM_EMU_LATENCY={_text('TOPOFOAM_EMU_LATENCY')!r} multiplies the fabric "
+            f"profile's latency, and TOPOFOAM_FABRIC names none -- set e.g. "
+            f"TOPOFOAM_FABRIC=vsc5x30, or unset TOPOFOAM_EMU_LATENCY"
+        )

@@ -265,10 +265,12 @@ def _record_baseline(args) -> int:
     system = systems.pop()
     where = args.out or paths.results_dir() / "expectations" / f"{system}.yaml"
     path = output.file(where, "--out")
-    new = expectations.from_sessions(found)
-    if args.add and path.exists():
+    # Published values the file holds (a cluster site's) check the sessions too.
+    held = expectations.load(path, system) if path.exists() else []
+    new = expectations.from_sessions(found, published=held)
+    if args.add:
         known = {e.key for e in new}
-        new += [e for e in expectations.load(path, system) if e.key not in known]
+        new += [e for e in held if e.key not in known]
     expectations.write(path, system, new, f"a baseline of {len(found)} sessions")
     print(
         f"validation: recorded {len(new)} expectation(s) of {system} in {path} from "

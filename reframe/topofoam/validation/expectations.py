@@ -204,17 +204,19 @@ MIN_SESSIONS = 3
 DEGRADED_K = 3.5
 
 
-def from_sessions(baseline: list[Session], host: str = "") -> list[Expectation]:
+def from_sessions(
+    baseline: list[Session], host: str = "", published: list[Expectation] = ()
+) -> list[Expectation]:
     """A baseline of several sessions (MIN_SESSIONS at least, each on another allocation or
     day) as expectations: for every measurement all of them made, each session's median.
     SessionError when there are too few, or one of them is no healthy baseline
-    (``degraded``)."""
+    (``degraded``, against the others and the ``published`` values)."""
     if len(baseline) < MIN_SESSIONS:
         raise SessionError(
             f"a baseline is {MIN_SESSIONS} sessions at least, on different allocations or "
             f"days; {len(baseline)} selected -- validate again later, then record them together"
         )
-    problems = degraded(baseline)
+    problems = degraded(baseline, published)
     if problems:
         raise SessionError(
             f"{problems[0]}{f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''} "
@@ -242,15 +244,27 @@ def _median_in(session: Session, key, unit: str) -> float:
     return values.convert(statistics.median(session.samples[key]), session.units[key], unit)
 
 
-def degraded(baseline: list[Session]) -> list[str]:
+def degraded(baseline: list[Session], published: list[Expectation] = ()) -> list[str]:
     """Why sessions of a would-be baseline cannot be part of it, one line each: failed test
-    cases, values that are not measurements, or a measurement worse than the other
-    sessions' median by more than DEGRADED_K scaled MADs of theirs AND by more than its
-    margin (a slow first session would otherwise become what is expected)."""
+    cases (a screening that named an outlier node or link among them), values that are not
+    measurements, a measurement worse than the other sessions' median by more than
+    DEGRADED_K scaled MADs of theirs AND by more than its margin (a slow first session would
+    otherwise become what is expected), or worse than a ``published`` value (an expectation
+    with a value) by more than that value's margin."""
     out = []
     for s in baseline:
         if s.failed or s.invalid:
             out.append(f"session {s.label()}: {(s.failed + s.invalid)[0]}")
+    for e in (e for e in published if e.value is not None):
+        for s in (s for s in baseline if e.key in s.samples):
+            m = _median_in(s, e.key, e.unit)
+            ratio = m / e.value if e.better == "lower" else e.value / m
+            if ratio > 1 + e.margin:
+                out.append(
+                    f"session {s.label()}: {e.key} is {m:.4g} {e.unit}, {ratio:.2f} times "
+                    f"worse than {e.source}'s {e.value:.4g} {e.unit} (margin "
+                    f"{e.margin * 100:g} %)"
+                )
     for key in sorted(set.intersection(*(set(s.samples) for s in baseline))):
         unit = baseline[-1].units[key]
         way = better(unit)

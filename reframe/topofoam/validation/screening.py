@@ -1,19 +1,22 @@
 """Screening the nodes of an allocation: which node, or which link, is slower than its peers.
 
-``reframe/src/screening`` measures every pair of nodes (one rank each): a round trip of 8
-bytes (latency) and the bandwidth of 1 MiB messages. Here the figures are judged among
-themselves, not against an expectation, so that a whole partition can be screened on a
-system that has no baseline yet:
+``reframe/src/screening`` measures every pair of nodes (one rank each), in several passes of
+its own random order: a round trip of 8 bytes (latency) and a stream of large messages each
+way (bandwidth, both directions). Here the figures are judged among themselves, not against
+an expectation, so that a whole partition can be screened on a system that has no baseline:
 
+- each pass's figures are taken relative to that pass's geometric mean, so that what moved
+  every link between passes (a fabric's state, another job's traffic) cancels;
 - a node's figure is the median over its links (a slow node makes all its links slow; one
-  slow link moves neither end's median);
-- the robust rule: a node is an outlier when its figure is worse than the median of its
-  peers' figures (the other nodes') by more than ``K`` scaled MADs of theirs (1.4826 x the
-  median absolute deviation: about K standard deviations of normal noise) AND by more than
-  the practical ``margin`` (a fraction of that median): the MAD of nodes that are all alike
-  is next to zero, and a difference too small to matter is never a failure;
-- a link is an outlier by the same rule among the links whose two nodes are not outliers
-  (those are explained by their node).
+  slow link moves neither end's median): its round trip, and its bandwidth out and in;
+- the robust rule: a figure is an outlier when it is worse than the median of its peers'
+  figures by more than ``K`` scaled MADs of theirs (1.4826 x the median absolute deviation:
+  about K standard deviations of normal noise), or ``K`` times the figures' own spread from
+  pass to pass where that is larger, AND by more than the practical ``margin`` (a fraction of
+  that median): a difference too small to matter is never a failure. The threshold is thus
+  what the measurement resolves, and the summary says what that was;
+- a link (a round trip, or a bandwidth one way) is an outlier by the same rule among the
+  links whose two nodes are not outliers (those are explained by their node).
 
 It needs 3 nodes at least: with 2 there is one link and nothing to compare it with.
 """
@@ -23,21 +26,22 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 #: How many scaled MADs away an outlier is (Iglewicz and Hoaglin's 3.5 for the modified
 #: z-score: an outlier among normal noise about once in 2,000 figures).
 K = 3.5
 #: The practical margins by unit: an outlier is at least this much worse than the median of
-#: its peers. Small-message round trips vary more than bandwidth between unchanged runs.
-MARGINS = {"MB/s": 0.25, "us": 0.50}
+#: its peers. A link trained at half width halves the bandwidth; one switch hop more on a
+#: fat tree adds some 20 to 30 % to a small message's round trip, which is no fault.
+MARGINS = {"MB/s": 0.20, "us": 0.35}
 #: 1 / the normal distribution's third quartile: makes the MAD estimate a standard deviation.
 MAD_SCALE = 1.4826
 MIN_NODES = 3
 
-_LINK = re.compile(
-    r"^link (\d+) (\d+) (\S+) (\S+) rtt_us ([-\d.eE+]+|nan|inf) MBps ([-\d.eE+]+|nan|inf)$",
-    re.M,
+_NUM = r"([-\d.eE+]+|nan|inf)"
+_PASS = re.compile(
+    rf"^pass (\d+) (\d+) (\d+) (\S+) (\S+) rtt_us {_NUM} MBps_ij {_NUM} MBps_ji {_NUM}$", re.M
 )
 
 
@@ -50,14 +54,27 @@ class Link:
     a: str
     b: str
     rtt_us: float
-    mbps: float
+    mbps_ab: float  # from a to b
+    mbps_ba: float  # from b to a
+
+    @property
+    def mbps(self) -> float:
+        """The slower direction's bandwidth: what an exchange both ways gets."""
+        return min(self.mbps_ab, self.mbps_ba)
 
     def name(self) -> str:
         return f"{self.a}-{self.b}"
 
+    def record(self) -> dict:
+        return {**asdict(self), "mbps": self.mbps}
 
-#: The figures screened: (attribute, unit, which way is worse, what it is called).
-FIGURES = (("mbps", "MB/s", "lower", "bandwidth"), ("rtt_us", "us", "higher", "round trip"))
+
+#: The node figures screened: (attribute, unit, which way is worse, what it is called).
+FIGURES = (
+    ("mbps_out", "MB/s", "lower", "bandwidth out"),
+    ("mbps_in", "MB/s", "lower", "bandwidth in"),
+    ("rtt_us", "us", "higher", "round trip"),
+)
 
 
 @dataclass
@@ -70,7 +87,7 @@ class Outlier:
     unit: str
 
     def line(self) -> str:
-        worse = "below" if self.figure == "bandwidth" else "above"
+        worse = "above" if self.unit in ("s", "us") else "below"
         return (
             f"{self.what} is slow: {self.figure} {_fmt(self.value)} {self.unit}, its peers' median "
             f"{_fmt(self.median)} {self.unit} ({_pct(self.value / self.median)}; outlier "
@@ -78,27 +95,37 @@ class Outlier:
         )
 
 
+def _rule(margins: dict[str, float], repeats: str, distance: dict[str, float]) -> str:
+    """The rule in one line, with the distance it resolved for each figure."""
+    return (
+        f"outlier: worse than the median of its peers by more than {K} scaled MADs of theirs "
+        f"or of the {repeats}, and by more than "
+        f"{', '.join(f'{m:.0%} ({u})' for u, m in margins.items())}; resolved here: "
+        + ", ".join(f"{figure} {d:.0%}" for figure, d in distance.items())
+    )
+
+
 @dataclass
 class Screening:
-    nodes: dict[str, dict[str, float]]  # node: {figure attribute: median over its links}
-    links: list[Link]
+    nodes: dict[str, dict[str, float]]  # node: {figure attribute: its figure}
+    links: list[Link]  # each link's median over the passes
+    passes: int
+    distance: dict[str, float]  # figure: the rule's distance as a fraction of the median
     outliers: list[Outlier] = field(default_factory=list)
     slowest_node: str = ""
     slowest_link: str = ""
     margins: dict[str, float] = field(default_factory=lambda: dict(MARGINS))
 
     def rule(self) -> str:
-        return (
-            f"outlier: worse than the median of its peers by more than {K} scaled MADs and by "
-            f"more than {', '.join(f'{m:.0%} ({u})' for u, m in self.margins.items())}"
-        )
+        return _rule(self.margins, f"figures' own {self.passes} passes", self.distance)
 
     def summary(self) -> str:
         bw = [link.mbps for link in self.links]
         return (
-            f"{len(self.nodes)} nodes, {len(self.links)} links: bandwidth median "
-            f"{_fmt(statistics.median(bw))} MB/s, slowest node {self.slowest_node}, slowest "
-            f"link {self.slowest_link}; {len(self.outliers) or 'no'} outlier(s) ({self.rule()})"
+            f"{len(self.nodes)} nodes, {len(self.links)} links, {self.passes} pass(es): "
+            f"bandwidth median {_fmt(statistics.median(bw))} MB/s, slowest node "
+            f"{self.slowest_node}, slowest link {self.slowest_link}; "
+            f"{len(self.outliers) or 'no'} outlier(s) ({self.rule()})"
         )
 
 
@@ -110,29 +137,51 @@ def _pct(ratio: float) -> str:
     return f"{(ratio - 1) * 100:+.0f} %"
 
 
-def parse(text: str) -> list[Link]:
-    """The links the program printed; ScreeningError for figures that are not measurements."""
-    links = []
-    for _, _, a, b, rtt, mbps in _LINK.findall(text):
-        link = Link(a, b, float(rtt), float(mbps))
-        if not (0 < link.rtt_us < float("inf") and 0 < link.mbps < float("inf")):
+def parse(text: str) -> list[list[Link]]:
+    """The links the program printed, pass by pass; ScreeningError for figures that are not
+    measurements, two ranks on one node, or passes that did not measure the same links."""
+    passes: dict[int, list[Link]] = {}
+    for k, _, _, a, b, rtt, ab, ba in _PASS.findall(text):
+        link = Link(a, b, float(rtt), float(ab), float(ba))
+        if not all(0 < x < float("inf") for x in (link.rtt_us, link.mbps_ab, link.mbps_ba)):
             raise ScreeningError(
-                f"link {link.name()} has round trip {rtt} us and bandwidth {mbps} MB/s: not a "
-                f"measurement (two ranks on one node?)"
+                f"link {link.name()} in pass {k} has round trip {rtt} us and bandwidth {ab} and "
+                f"{ba} MB/s: not a measurement"
             )
         if a == b:
             raise ScreeningError(
                 f"two ranks ran on node {a}: the screening needs one rank per node"
             )
-        links.append(link)
-    return links
+        passes.setdefault(int(k), []).append(link)
+    named = [sorted(link.name() for link in links) for links in passes.values()]
+    if any(names != named[0] for names in named):
+        raise ScreeningError("the passes measured different links: the output is damaged")
+    return [passes[k] for k in sorted(passes)]
 
 
-def _outliers(values: dict[str, float], worse: str, margin: float) -> dict[str, tuple]:
-    """{name: (value, its peers' median, threshold)} of the values beyond the robust rule,
-    each judged against the others (its peers) only: with a handful of nodes, an outlier
-    counted among its own peers widens their MAD until it hides itself (a node at 25 MB/s
-    among peers at 1,300 to 2,400 MB/s passed that way)."""
+#: d2(n): the mean range of n normal draws in standard deviations (Shewhart's control-chart
+#: constant): a figure's range over its repeats / d2 estimates their standard deviation.
+D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
+
+
+def _spread(values: list[float]) -> float:
+    """One figure's repeat-to-repeat standard deviation, relative to its median, estimated
+    from the range of its repeats (0 with one). A range, not a MAD: with few repeats the MAD
+    misses a bimodal figure (this machine's memory bandwidth flips between about 60 and 108
+    GB/s from one probe to the next, and 3 rounds of 64, 60 and 107 have a MAD of 4)."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    d2 = D2.get(n, 3.078 + 0.2 * math.log(n / 10))  # slowly growing beyond the table
+    return (max(values) - min(values)) / statistics.median(values) / d2
+
+
+def _outliers(values: dict[str, float], worse: str, least: float) -> dict[str, tuple]:
+    """{name: (value, its peers' median, threshold)} of the values beyond the robust rule
+    (``least``: the smallest distance, a fraction of the peers' median), each judged against
+    the others (its peers) only: with a handful of nodes, an outlier counted among its own
+    peers widens their MAD until it hides itself (a node at 25 MB/s among peers at 1,300 to
+    2,400 MB/s passed that way)."""
     if len(values) < 3:
         return {}
     out = {}
@@ -140,17 +189,85 @@ def _outliers(values: dict[str, float], worse: str, margin: float) -> dict[str, 
         peers = [x for other, x in values.items() if other != name]
         med = statistics.median(peers)
         mad = statistics.median(abs(x - med) for x in peers)
-        distance = max(K * MAD_SCALE * mad, margin * med)
+        distance = max(K * MAD_SCALE * mad, least * med)
         threshold = med - distance if worse == "lower" else med + distance
         if (v < threshold) if worse == "lower" else (v > threshold):
             out[name] = (v, med, threshold)
     return out
 
 
-def screen(links: list[Link], margins: dict[str, float] | None = None) -> Screening:
+def _distance(values: dict[str, float], least: float) -> float:
+    """The rule's distance over all the figures, as a fraction of their median: the smallest
+    slowdown of one of them it would name."""
+    xs = list(values.values())
+    med = statistics.median(xs)
+    mad = statistics.median(abs(x - med) for x in xs)
+    return max(K * MAD_SCALE * mad / med, least)
+
+
+def judged(
+    series: dict[str, list[float]], worse: str, margin: float
+) -> tuple[dict[str, float], float, dict[str, tuple]]:
+    """One figure of several peers, each measured in the same repeats (passes, rounds):
+    (each peer's figure, the rule's distance, the outliers as ``_outliers`` gives them).
+
+    Each repeat's values are taken relative to that repeat's geometric mean, so that what
+    moved every peer between repeats cancels; a peer's figure is the median of its relative
+    values, in the unit of the repeats' typical level. The rule's least distance is the
+    margin, or K times the peers' own repeat-to-repeat spread (their median: one wild peer
+    does not blunt the rule for all) where that is larger: a figure is only known to within
+    it."""
+    repeats = min(len(v) for v in series.values())
+    levels = [
+        math.exp(statistics.fmean(math.log(v[k]) for v in series.values())) for k in range(repeats)
+    ]
+    relative = {name: [v[k] / levels[k] for k in range(repeats)] for name, v in series.items()}
+    typical = statistics.median(levels)
+    figures = {name: statistics.median(r) * typical for name, r in relative.items()}
+    own = statistics.median(_spread(r) for r in relative.values())
+    least = max(margin, K * own)
+    return figures, _distance(figures, least), _outliers(figures, worse, least)
+
+
+def _node_series(passes: list[list[Link]], node: str) -> dict[str, list[float]]:
+    """A node's figures in each pass: the median over its links."""
+    out: dict[str, list[float]] = {"mbps_out": [], "mbps_in": [], "rtt_us": []}
+    for links in passes:
+        mine = [link for link in links if node in (link.a, link.b)]
+        out["rtt_us"].append(statistics.median(link.rtt_us for link in mine))
+        out["mbps_out"].append(
+            statistics.median(link.mbps_ab if link.a == node else link.mbps_ba for link in mine)
+        )
+        out["mbps_in"].append(
+            statistics.median(link.mbps_ba if link.a == node else link.mbps_ab for link in mine)
+        )
+    return out
+
+
+def _median_links(passes: list[list[Link]]) -> list[Link]:
+    """Each link's figures, the median over the passes."""
+    by_name: dict[str, list[Link]] = {}
+    for links in passes:
+        for link in links:
+            by_name.setdefault(link.name(), []).append(link)
+    return [
+        Link(
+            ls[0].a,
+            ls[0].b,
+            *(
+                statistics.median(getattr(x, f) for x in ls)
+                for f in ("rtt_us", "mbps_ab", "mbps_ba")
+            ),
+        )
+        for ls in by_name.values()
+    ]
+
+
+def screen(passes: list[list[Link]], margins: dict[str, float] | None = None) -> Screening:
     """Each node's and link's figures judged against their peers' (the module's rule), with
     ``margins`` by unit (MARGINS for the units it does not give)."""
     margins = {**MARGINS, **(margins or {})}
+    links = passes[0] if passes else []
     nodes = sorted({link.a for link in links} | {link.b for link in links})
     if len(nodes) < MIN_NODES:
         raise ScreeningError(
@@ -158,29 +275,39 @@ def screen(links: list[Link], margins: dict[str, float] | None = None) -> Screen
             f"needs {MIN_NODES} at least -- give the check more nodes "
             f"(-S FabricScreening.screen_nodes=N, or 0 for every idle node)"
         )
-    per_node = {
-        n: {
-            attr: statistics.median(getattr(link, attr) for link in links if n in (link.a, link.b))
-            for attr, *_ in FIGURES
-        }
-        for n in nodes
-    }
-    out = Screening(per_node, links, margins=margins)
+    series = {n: _node_series(passes, n) for n in nodes}
+    out = Screening({n: {} for n in nodes}, _median_links(passes), len(passes), {}, margins=margins)
     flagged: set[str] = set()
     for attr, unit, worse, figure in FIGURES:
-        for name, (v, med, threshold) in _outliers(
-            {n: f[attr] for n, f in per_node.items()}, worse, margins[unit]
-        ).items():
+        values, out.distance[figure], found = judged(
+            {n: s[attr] for n, s in series.items()}, worse, margins[unit]
+        )
+        for n, v in values.items():
+            out.nodes[n][attr] = v
+        for name, (v, med, threshold) in found.items():
             out.outliers.append(Outlier(f"node {name}", figure, v, med, threshold, unit))
             flagged.add(name)
-    healthy = [link for link in links if link.a not in flagged and link.b not in flagged]
-    for attr, unit, worse, figure in FIGURES:
-        for name, (v, med, threshold) in _outliers(
-            {link.name(): getattr(link, attr) for link in healthy}, worse, margins[unit]
-        ).items():
+    # The links between healthy nodes: round trips, and bandwidths one way each.
+    healthy = {link.name() for link in links if not {link.a, link.b} & flagged}
+    per_link: dict[str, dict[str, list[float]]] = {"rtt_us": {}, "mbps": {}}
+    for ls in passes:
+        for link in (x for x in ls if x.name() in healthy):
+            per_link["rtt_us"].setdefault(link.name(), []).append(link.rtt_us)
+            per_link["mbps"].setdefault(f"{link.a}->{link.b}", []).append(link.mbps_ab)
+            per_link["mbps"].setdefault(f"{link.b}->{link.a}", []).append(link.mbps_ba)
+    for attr, unit, worse, figure in (
+        ("mbps", "MB/s", "lower", "bandwidth"),
+        ("rtt_us", "us", "higher", "round trip"),
+    ):
+        if len(per_link[attr]) < 3:
+            continue
+        _, _, found = judged(per_link[attr], worse, margins[unit])
+        for name, (v, med, threshold) in found.items():
             out.outliers.append(Outlier(f"link {name}", figure, v, med, threshold, unit))
-    out.slowest_node = min(per_node, key=lambda n: per_node[n]["mbps"])
-    out.slowest_link = min(links, key=lambda link: link.mbps).name()
+    out.slowest_node = min(
+        nodes, key=lambda n: min(out.nodes[n]["mbps_out"], out.nodes[n]["mbps_in"])
+    )
+    out.slowest_link = min(out.links, key=lambda link: link.mbps).name()
     return out
 
 
@@ -188,10 +315,10 @@ def screen(links: list[Link], margins: dict[str, float] | None = None) -> Screen
 #
 # NodeScreening's probe (topofoam.jobs.nodeprobe) gives each node, per round, the median wall
 # time of serial solver runs on its cores at once and their summed memory bandwidth. A node's
-# figure is its median over the rounds; it is an outlier by the same rule as a link's (its
-# peers' median, K scaled MADs of theirs, the practical margin), with the distance widened
-# to K times the nodes' own round-to-round spread where that is larger: a threshold from
-# what was measured, never below the margin.
+# figure is judged by the same rule as a link's (``judged``: each round relative to the
+# round's level, its peers' median, K scaled MADs of theirs or K times the nodes' own
+# round-to-round spread, the practical margin): a threshold from what was measured, never
+# below the margin.
 
 #: The practical margins of the node figures: a node less than this slower than its peers
 #: is never an outlier (the faults sought, a memory channel down or a power-capped CPU, cost
@@ -241,23 +368,15 @@ def parse_prints(text: str) -> dict[str, dict]:
 
 @dataclass
 class NodeScreening:
-    figures: dict[str, dict[str, float]]  # node: {attribute: median over its rounds}
+    figures: dict[str, dict[str, float]]  # node: {attribute: its figure}
     rounds: int
-    distance: dict[str, float]  # attribute: the rule's distance as a fraction of the median
+    distance: dict[str, float]  # figure: the rule's distance as a fraction of the median
     outliers: list[Outlier] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     margins: dict[str, float] = field(default_factory=lambda: dict(NODE_MARGINS))
 
     def rule(self) -> str:
-        resolved = ", ".join(
-            f"{figure} {self.distance[attr]:.0%}" for attr, _, _, figure in NODE_FIGURES
-        )
-        return (
-            f"outlier: worse than the median of its peers by more than {K} scaled MADs of "
-            f"theirs or of the nodes' own {self.rounds} rounds, and by more than "
-            f"{', '.join(f'{m:.0%} ({u})' for u, m in self.margins.items())}; resolved here: "
-            f"{resolved}"
-        )
+        return _rule(self.margins, f"nodes' own {self.rounds} rounds", self.distance)
 
     def summary(self) -> str:
         walls = [f["solver_s"] for f in self.figures.values()]
@@ -270,29 +389,15 @@ class NodeScreening:
         )
 
 
-#: d2(n): the mean range of n normal draws in standard deviations (Shewhart's control-chart
-#: constant): a node's range over its rounds / d2 estimates its rounds' standard deviation.
-D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
-
-
-def _spread(values: list[float]) -> float:
-    """One node's round-to-round standard deviation, relative to its median, estimated from
-    the range of its rounds (0 with one round). A range, not a MAD: with few rounds the MAD
-    misses a bimodal figure (this machine's memory bandwidth flips between about 60 and 108
-    GB/s from one probe to the next, and 3 rounds of 64, 60 and 107 have a MAD of 4)."""
-    n = len(values)
-    if n < 2:
-        return 0.0
-    d2 = D2.get(n, 3.078 + 0.2 * math.log(n / 10))  # slowly growing beyond the table
-    return (max(values) - min(values)) / statistics.median(values) / d2
-
-
 def screen_nodes(
     rounds: dict[str, dict[str, list[float]]],
     prints: dict[str, dict] | None = None,
     margins: dict[str, float] | None = None,
+    declared: dict | None = None,
 ) -> NodeScreening:
-    """Each node's figures against its peers', and its fingerprint against theirs."""
+    """Each node's figures against its peers', and its fingerprint against theirs and
+    against what the site file ``declared`` for the partition (``partition``, and where it
+    says them ``cores``, ``numa_nodes``, ``nps``: topofoam.jobs.fingerprint's comparison)."""
     margins = {**NODE_MARGINS, **(margins or {})}
     if len(rounds) < MIN_NODES:
         raise ScreeningError(
@@ -300,32 +405,32 @@ def screen_nodes(
             f"needs {MIN_NODES} at least -- give the check more nodes "
             f"(-S NodeScreening.screen_nodes=N, or 0 for every idle node)"
         )
-    counts = {len(f["solver_s"]) for f in rounds.values()}
-    figures = {
-        node: {attr: statistics.median(f[attr]) for attr, *_ in NODE_FIGURES}
-        for node, f in rounds.items()
-    }
-    out = NodeScreening(figures, min(counts), {}, margins=margins)
+    repeats = min(len(f["solver_s"]) for f in rounds.values())
+    out = NodeScreening({n: {} for n in rounds}, repeats, {}, margins=margins)
     for attr, unit, worse, figure in NODE_FIGURES:
-        # The nodes' own round-to-round noise (the median over the nodes, so that one wild
-        # node does not blunt the rule for all): a node's figure is only known to within it.
-        own = statistics.median(_spread(f[attr]) for f in rounds.values())
-        values = {n: f[attr] for n, f in figures.items()}
-        found = _outliers(values, worse, max(margins[unit], K * own))
-        out.distance[attr] = _distance(values, max(margins[unit], K * own))
+        values, out.distance[figure], found = judged(
+            {n: f[attr] for n, f in rounds.items()}, worse, margins[unit]
+        )
+        for n, v in values.items():
+            out.figures[n][attr] = v
         for name, (v, med, threshold) in found.items():
             out.outliers.append(Outlier(f"node {name}", figure, v, med, threshold, unit))
-    out.differences = fingerprint_differences(prints or {})
+    if declared:
+        from topofoam.jobs import fingerprint
+
+        for node, found in sorted((prints or {}).items()):
+            try:
+                out.differences += fingerprint.differences(
+                    found,
+                    declared["partition"],
+                    declared.get("cores"),
+                    declared.get("numa_nodes"),
+                    declared.get("nps"),
+                )
+            except (KeyError, TypeError):
+                raise ScreeningError(f"node {node}'s fingerprint has no topology") from None
+    out.differences += fingerprint_differences(prints or {})
     return out
-
-
-def _distance(values: dict[str, float], least: float) -> float:
-    """The rule's distance over all the nodes, as a fraction of their median: the smallest
-    slowdown of one node it would name."""
-    xs = list(values.values())
-    med = statistics.median(xs)
-    mad = statistics.median(abs(x - med) for x in xs)
-    return max(K * MAD_SCALE * mad / med, least)
 
 
 #: Fingerprint fields that differ between healthy nodes of one partition.
