@@ -56,8 +56,9 @@ def test_the_threshold_widens_with_the_rounds_spread():
     by +-20 % widen the rule's distance beyond it, and the rule says what it resolved."""
     steady = screen(probe_text(noise=0.02, rounds=5, seed=3))
     noisy = screen(probe_text(noise=0.2, rounds=5, seed=3))
-    assert steady.distance["solver time"] == pytest.approx(0.10)
-    assert noisy.distance["solver time"] > 0.2
+    assert steady.distance["solver time"][0] == pytest.approx(0.10)
+    assert steady.distance["solver time"][1] < 0.10  # the margin decides there, not the noise
+    assert noisy.distance["solver time"][0] > 0.2
     assert "resolved here: solver time 10%" in steady.rule()
 
 
@@ -145,4 +146,4 @@ def test_a_bimodal_figure_widens_the_rule_instead_of_naming_a_healthy_node():
     rounds = {n: {"solver_s": [1.15, 1.16, 1.17], "membw": bw} for n, bw in flips.items()}
     found = screening.screen_nodes(rounds)
     assert found.outliers == []
-    assert found.distance["memory bandwidth"] > 0.5
+    assert found.distance["memory bandwidth"][0] > 0.5

@@ -95,13 +95,17 @@ class Outlier:
         )
 
 
-def _rule(margins: dict[str, float], repeats: str, distance: dict[str, float]) -> str:
-    """The rule in one line, with the distance it resolved for each figure."""
+def _rule(margins: dict[str, float], repeats: str, distance: dict[str, tuple]) -> str:
+    """The rule in one line, with the distance it resolved for each figure and the one the
+    noise alone would allow (below the margin: the margin decides, not the noise)."""
     return (
         f"outlier: worse than the median of its peers by more than {K} scaled MADs of theirs "
         f"or of the {repeats}, and by more than "
         f"{', '.join(f'{m:.0%} ({u})' for u, m in margins.items())}; resolved here: "
-        + ", ".join(f"{figure} {d:.0%}" for figure, d in distance.items())
+        + ", ".join(
+            f"{figure} {d:.0%} (the noise alone {noise:.1%})"
+            for figure, (d, noise) in distance.items()
+        )
     )
 
 
@@ -110,7 +114,8 @@ class Screening:
     nodes: dict[str, dict[str, float]]  # node: {figure attribute: its figure}
     links: list[Link]  # each link's median over the passes
     passes: int
-    distance: dict[str, float]  # figure: the rule's distance as a fraction of the median
+    #: figure: (the rule's distance, the noise's alone) as fractions of the median
+    distance: dict[str, tuple[float, float]]
     outliers: list[Outlier] = field(default_factory=list)
     slowest_node: str = ""
     slowest_link: str = ""
@@ -207,9 +212,10 @@ def _distance(values: dict[str, float], least: float) -> float:
 
 def judged(
     series: dict[str, list[float]], worse: str, margin: float
-) -> tuple[dict[str, float], float, dict[str, tuple]]:
+) -> tuple[dict[str, float], tuple[float, float], dict[str, tuple]]:
     """One figure of several peers, each measured in the same repeats (passes, rounds):
-    (each peer's figure, the rule's distance, the outliers as ``_outliers`` gives them).
+    (each peer's figure, (the rule's distance, the distance the noise alone allows), the
+    outliers as ``_outliers`` gives them).
 
     Each repeat's values are taken relative to that repeat's geometric mean, so that what
     moved every peer between repeats cancels; a peer's figure is the median of its relative
@@ -226,7 +232,8 @@ def judged(
     figures = {name: statistics.median(r) * typical for name, r in relative.items()}
     own = statistics.median(_spread(r) for r in relative.values())
     least = max(margin, K * own)
-    return figures, _distance(figures, least), _outliers(figures, worse, least)
+    resolved = (_distance(figures, least), _distance(figures, K * own))
+    return figures, resolved, _outliers(figures, worse, least)
 
 
 def _node_series(passes: list[list[Link]], node: str) -> dict[str, list[float]]:
@@ -370,7 +377,8 @@ def parse_prints(text: str) -> dict[str, dict]:
 class NodeScreening:
     figures: dict[str, dict[str, float]]  # node: {attribute: its figure}
     rounds: int
-    distance: dict[str, float]  # figure: the rule's distance as a fraction of the median
+    #: figure: (the rule's distance, the noise's alone) as fractions of the median
+    distance: dict[str, tuple[float, float]]
     outliers: list[Outlier] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)
     margins: dict[str, float] = field(default_factory=lambda: dict(NODE_MARGINS))
