@@ -71,6 +71,16 @@ def test_a_slow_link_between_healthy_nodes_is_named_as_the_link(n):
     assert found.slowest_link == "n1-n3"
 
 
+def test_a_link_whose_round_trip_crosses_more_switches_is_no_outlier():
+    """A pair across the spine has a longer round trip than pairs under one leaf (+50 %
+    here): topology, not a fault. Link round trips are not judged; nodes' still are (the
+    test above with rtt_factor)."""
+    found = screening.screen(
+        fabric(6, slow_link=("n2", "n5"), factor=1, rtt_factor=1.5, noise=0.02)
+    )
+    assert found.outliers == []
+
+
 def test_a_link_slow_one_way_is_named_that_way():
     found = screening.screen(fabric(6, slow_link=("n2", "n5"), factor=0.5, one_way=True))
     assert [o.what for o in found.outliers] == ["link n2->n5"]

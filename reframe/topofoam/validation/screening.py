@@ -15,8 +15,10 @@ an expectation, so that a whole partition can be screened on a system that has n
   pass to pass where that is larger, AND by more than the practical ``margin`` (a fraction of
   that median): a difference too small to matter is never a failure. The threshold is thus
   what the measurement resolves, and the summary says what that was;
-- a link (a round trip, or a bandwidth one way) is an outlier by the same rule among the
-  links whose two nodes are not outliers (those are explained by their node).
+- a link (its bandwidth one way) is an outlier by the same rule among the links whose two
+  nodes are not outliers (those are explained by their node). A link's round trip is not
+  judged: it is set by the pair's switch hops (or, on an emulated cluster, by where the
+  scheduler put the two ranks), not by the link's health.
 
 It needs 3 nodes at least: with 2 there is one link and nothing to compare it with.
 """
@@ -294,23 +296,20 @@ def screen(passes: list[list[Link]], margins: dict[str, float] | None = None) ->
         for name, (v, med, threshold) in found.items():
             out.outliers.append(Outlier(f"node {name}", figure, v, med, threshold, unit))
             flagged.add(name)
-    # The links between healthy nodes: round trips, and bandwidths one way each.
+    # The links between healthy nodes, by their bandwidth one way each. Not by their round
+    # trips: a pair's round trip is set by its switch hops (one leaf, or across the spine:
+    # 20 to 50 % apart on a fat tree), or on an emulated cluster by where the scheduler put
+    # the two ranks, not by the link's health; a node's median over its links is not.
     healthy = {link.name() for link in links if not {link.a, link.b} & flagged}
-    per_link: dict[str, dict[str, list[float]]] = {"rtt_us": {}, "mbps": {}}
+    per_link: dict[str, list[float]] = {}
     for ls in passes:
         for link in (x for x in ls if x.name() in healthy):
-            per_link["rtt_us"].setdefault(link.name(), []).append(link.rtt_us)
-            per_link["mbps"].setdefault(f"{link.a}->{link.b}", []).append(link.mbps_ab)
-            per_link["mbps"].setdefault(f"{link.b}->{link.a}", []).append(link.mbps_ba)
-    for attr, unit, worse, figure in (
-        ("mbps", "MB/s", "lower", "bandwidth"),
-        ("rtt_us", "us", "higher", "round trip"),
-    ):
-        if len(per_link[attr]) < 3:
-            continue
-        _, _, found = judged(per_link[attr], worse, margins[unit])
+            per_link.setdefault(f"{link.a}->{link.b}", []).append(link.mbps_ab)
+            per_link.setdefault(f"{link.b}->{link.a}", []).append(link.mbps_ba)
+    if len(per_link) >= 3:
+        _, _, found = judged(per_link, "lower", margins["MB/s"])
         for name, (v, med, threshold) in found.items():
-            out.outliers.append(Outlier(f"link {name}", figure, v, med, threshold, unit))
+            out.outliers.append(Outlier(f"link {name}", "bandwidth", v, med, threshold, "MB/s"))
     out.slowest_node = min(
         nodes, key=lambda n: min(out.nodes[n]["mbps_out"], out.nodes[n]["mbps_in"])
     )
