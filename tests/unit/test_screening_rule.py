@@ -113,16 +113,62 @@ def test_a_half_speed_node_and_a_doubled_round_trip_are_named_at_modest_noise(se
 
 
 def test_the_threshold_follows_the_passes_spread():
-    """Steady passes resolve a link's figures to the margin; passes that scatter by +-40 %
+    """Steady passes resolve a link's figures to the margin; passes that scatter by +-60 %
     widen the rule's distance, a half-speed node then within it, and the rule says so."""
     steady = screening.screen(fabric(6, noise=0.02))
     assert steady.distance["bandwidth out"][0] == pytest.approx(screening.MARGINS["MB/s"])
     assert steady.distance["bandwidth out"][1] < 0.1  # what the noise alone would allow
     assert "bandwidth out 20% (the noise alone " in steady.rule()
-    noisy = screening.screen(fabric(6, noise=0.4, slow_node="n2", factor=0.7, seed=2))
+    noisy = screening.screen(fabric(6, noise=0.6, slow_node="n2", factor=0.7, seed=2))
     assert noisy.distance["bandwidth out"][0] > 0.4
     assert noisy.outliers == []
     assert "resolved here: bandwidth out" in noisy.rule()
+
+
+#: Measured on the emulated cluster (CI, 2026-11-29): node3 limited to 200 Mbit/s, and in
+#: three passes a healthy link's stream fell to about 105 MB/s (a TCP hiccup of the bridge).
+COLLAPSES = """
+pass 0 0 1 node1 node2 rtt_us 21.508 MBps_ij 2453.5 MBps_ji 2616.6
+pass 0 0 2 node1 node3 rtt_us 23.240 MBps_ij 23.9 MBps_ji 23.9
+pass 0 0 3 node1 node4 rtt_us 18.797 MBps_ij 2604.0 MBps_ji 2620.7
+pass 0 1 2 node2 node3 rtt_us 25.678 MBps_ij 23.9 MBps_ji 23.9
+pass 0 1 3 node2 node4 rtt_us 17.317 MBps_ij 2449.7 MBps_ji 2480.1
+pass 0 2 3 node3 node4 rtt_us 22.563 MBps_ij 23.9 MBps_ji 23.9
+pass 1 0 1 node1 node2 rtt_us 21.449 MBps_ij 2487.9 MBps_ji 2990.3
+pass 1 0 2 node1 node3 rtt_us 19.046 MBps_ij 23.9 MBps_ji 23.9
+pass 1 0 3 node1 node4 rtt_us 17.471 MBps_ij 2947.1 MBps_ji 2581.0
+pass 1 1 2 node2 node3 rtt_us 18.798 MBps_ij 23.9 MBps_ji 23.9
+pass 1 1 3 node2 node4 rtt_us 18.259 MBps_ij 2684.2 MBps_ji 2786.2
+pass 1 2 3 node3 node4 rtt_us 22.249 MBps_ij 23.9 MBps_ji 23.9
+pass 2 0 1 node1 node2 rtt_us 22.797 MBps_ij 103.6 MBps_ji 2336.0
+pass 2 0 2 node1 node3 rtt_us 21.947 MBps_ij 23.9 MBps_ji 23.9
+pass 2 0 3 node1 node4 rtt_us 21.734 MBps_ij 104.4 MBps_ji 3048.7
+pass 2 1 2 node2 node3 rtt_us 20.909 MBps_ij 23.9 MBps_ji 23.9
+pass 2 1 3 node2 node4 rtt_us 20.753 MBps_ij 2448.3 MBps_ji 106.9
+pass 2 2 3 node3 node4 rtt_us 22.359 MBps_ij 23.9 MBps_ji 23.9
+pass 3 0 1 node1 node2 rtt_us 18.273 MBps_ij 2370.1 MBps_ji 2816.1
+pass 3 0 2 node1 node3 rtt_us 33.297 MBps_ij 23.9 MBps_ji 23.9
+pass 3 0 3 node1 node4 rtt_us 21.879 MBps_ij 2572.5 MBps_ji 2486.8
+pass 3 1 2 node2 node3 rtt_us 22.543 MBps_ij 23.9 MBps_ji 23.9
+pass 3 1 3 node2 node4 rtt_us 18.390 MBps_ij 2806.6 MBps_ji 2550.5
+pass 3 2 3 node3 node4 rtt_us 18.428 MBps_ij 23.9 MBps_ji 23.9
+pass 4 0 1 node1 node2 rtt_us 17.621 MBps_ij 2788.5 MBps_ji 2466.8
+pass 4 0 2 node1 node3 rtt_us 22.232 MBps_ij 23.9 MBps_ji 23.9
+pass 4 0 3 node1 node4 rtt_us 21.874 MBps_ij 2580.5 MBps_ji 105.6
+pass 4 1 2 node2 node3 rtt_us 19.692 MBps_ij 23.9 MBps_ji 23.9
+pass 4 1 3 node2 node4 rtt_us 21.834 MBps_ij 3047.4 MBps_ji 105.5
+pass 4 2 3 node3 node4 rtt_us 21.764 MBps_ij 23.9 MBps_ji 23.9
+"""
+
+
+def test_a_slow_node_is_named_though_some_passes_collapsed():
+    """On a linear scale, those passes made the healthy nodes' spread 400 % of their median
+    and hid node3 at 1 % of its peers; on the log scale they widen the rule by a factor."""
+    found = screening.screen(screening.parse(COLLAPSES))
+    assert {(o.what, o.figure) for o in found.outliers} == {
+        ("node node3", "bandwidth out"),
+        ("node node3", "bandwidth in"),
+    }
 
 
 def test_a_node_slower_than_the_margin_but_not_by_it_passes_and_beyond_it_fails():

@@ -171,71 +171,84 @@ def parse(text: str) -> list[list[Link]]:
 D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
 
 
-def _spread(values: list[float]) -> float:
-    """One figure's repeat-to-repeat standard deviation, relative to its median, estimated
-    from the range of its repeats (0 with one). A range, not a MAD: with few repeats the MAD
-    misses a bimodal figure (this machine's memory bandwidth flips between about 60 and 108
-    GB/s from one probe to the next, and 3 rounds of 64, 60 and 107 have a MAD of 4)."""
-    n = len(values)
+def _spread(logs: list[float]) -> float:
+    """One figure's repeat-to-repeat standard deviation on the log scale, estimated from the
+    range of its repeats' logarithms (0 with one). A range, not a MAD: with few repeats the
+    MAD misses a bimodal figure (this machine's memory bandwidth flips between about 60 and
+    108 GB/s from one probe to the next, and 3 rounds of 64, 60 and 107 have a MAD of 4). On
+    the log scale, so that one pass in which a link collapsed widens the rule by a factor,
+    not beyond every value (a spread of 400 % of the median hid a node at 1 % of its peers)."""
+    n = len(logs)
     if n < 2:
         return 0.0
     d2 = D2.get(n, 3.078 + 0.2 * math.log(n / 10))  # slowly growing beyond the table
-    return (max(values) - min(values)) / statistics.median(values) / d2
+    return (max(logs) - min(logs)) / d2
 
 
-def _outliers(values: dict[str, float], worse: str, least: float) -> dict[str, tuple]:
-    """{name: (value, its peers' median, threshold)} of the values beyond the robust rule
-    (``least``: the smallest distance, a fraction of the peers' median), each judged against
-    the others (its peers) only: with a handful of nodes, an outlier counted among its own
-    peers widens their MAD until it hides itself (a node at 25 MB/s among peers at 1,300 to
-    2,400 MB/s passed that way)."""
-    if len(values) < 3:
+def _fraction(d: float, worse: str) -> float:
+    """A distance on the log scale as the fraction of the median it names: 1 - e^-d below
+    it (lower is worse), e^d - 1 above it."""
+    return -math.expm1(-d) if worse == "lower" else math.expm1(d)
+
+
+def _outliers(logs: dict[str, float], worse: str, least: float) -> dict[str, tuple]:
+    """{name: (log value, its peers' median, threshold)} of the values beyond the robust
+    rule (``least``: the smallest distance, log scale), each judged against the others (its
+    peers) only: with a handful of nodes, an outlier counted among its own peers widens
+    their MAD until it hides itself (a node at 25 MB/s among peers at 1,300 to 2,400 MB/s
+    passed that way)."""
+    if len(logs) < 3:
         return {}
     out = {}
-    for name, v in values.items():
-        peers = [x for other, x in values.items() if other != name]
+    for name, v in logs.items():
+        peers = [x for other, x in logs.items() if other != name]
         med = statistics.median(peers)
         mad = statistics.median(abs(x - med) for x in peers)
-        distance = max(K * MAD_SCALE * mad, least * med)
+        distance = max(K * MAD_SCALE * mad, least)
         threshold = med - distance if worse == "lower" else med + distance
         if (v < threshold) if worse == "lower" else (v > threshold):
             out[name] = (v, med, threshold)
     return out
 
 
-def _distance(values: dict[str, float], least: float) -> float:
-    """The rule's distance over all the figures, as a fraction of their median: the smallest
-    slowdown of one of them it would name."""
-    xs = list(values.values())
+def _distance(logs: dict[str, float], least: float) -> float:
+    """The rule's distance over all the figures (log scale): the smallest change of one of
+    them it would name."""
+    xs = list(logs.values())
     med = statistics.median(xs)
-    mad = statistics.median(abs(x - med) for x in xs)
-    return max(K * MAD_SCALE * mad / med, least)
+    return max(K * MAD_SCALE * statistics.median(abs(x - med) for x in xs), least)
 
 
 def judged(
     series: dict[str, list[float]], worse: str, margin: float
 ) -> tuple[dict[str, float], tuple[float, float], dict[str, tuple]]:
     """One figure of several peers, each measured in the same repeats (passes, rounds):
-    (each peer's figure, (the rule's distance, the distance the noise alone allows), the
-    outliers as ``_outliers`` gives them).
+    (each peer's figure, (the rule's distance, the distance the noise alone allows) as
+    fractions of the median, the outliers: {name: (value, its peers' median, threshold)}).
 
-    Each repeat's values are taken relative to that repeat's geometric mean, so that what
-    moved every peer between repeats cancels; a peer's figure is the median of its relative
-    values, in the unit of the repeats' typical level. The rule's least distance is the
-    margin, or K times the peers' own repeat-to-repeat spread (their median: one wild peer
-    does not blunt the rule for all) where that is larger: a figure is only known to within
-    it."""
+    On the log scale: each repeat's values are taken relative to that repeat's geometric
+    mean, so that what moved every peer between repeats cancels; a peer's figure is the
+    median of its relative values, in the unit of the repeats' typical level. The rule's
+    least distance is the margin (worse by that fraction), or K times the peers' own
+    repeat-to-repeat spread (their median: one wild peer does not blunt the rule for all)
+    where that is larger: a figure is only known to within it."""
     repeats = min(len(v) for v in series.values())
-    levels = [
-        math.exp(statistics.fmean(math.log(v[k]) for v in series.values())) for k in range(repeats)
-    ]
-    relative = {name: [v[k] / levels[k] for k in range(repeats)] for name, v in series.items()}
+    logs = {name: [math.log(x) for x in v[:repeats]] for name, v in series.items()}
+    levels = [statistics.fmean(v[k] for v in logs.values()) for k in range(repeats)]
+    relative = {name: [v[k] - levels[k] for k in range(repeats)] for name, v in logs.items()}
     typical = statistics.median(levels)
-    figures = {name: statistics.median(r) * typical for name, r in relative.items()}
-    own = statistics.median(_spread(r) for r in relative.values())
-    least = max(margin, K * own)
-    resolved = (_distance(figures, least), _distance(figures, K * own))
-    return figures, resolved, _outliers(figures, worse, least)
+    figures = {name: statistics.median(r) + typical for name, r in relative.items()}
+    own = K * statistics.median(_spread(r) for r in relative.values())
+    floor = -math.log1p(-min(margin, 0.999)) if worse == "lower" else math.log1p(margin)
+    least = max(floor, own)
+    resolved = (
+        _fraction(_distance(figures, least), worse),
+        _fraction(_distance(figures, own), worse),
+    )
+    found = {
+        name: tuple(math.exp(x) for x in v) for name, v in _outliers(figures, worse, least).items()
+    }
+    return {name: math.exp(v) for name, v in figures.items()}, resolved, found
 
 
 def _node_series(passes: list[list[Link]], node: str) -> dict[str, list[float]]:
