@@ -125,10 +125,15 @@ class Validated(rfm.RegressionTestPlugin):
     named in topofoam.validation.sessions.MARGIN_CHECKS."""
 
     validate_margins = variable(dict, value={})
+    #: Those for a baseline of one session (``validate_margins_one_session``): one session's
+    #: repeats cannot see the drift between sessions, so a site may widen them there.
+    validate_margins_one_session = variable(dict, value={})
 
     @run_after("setup")
     def margins_of_the_partition(self):
-        self.validate_margins = dict(self.current_partition.extras.get("validate_margins", {}))
+        extras = self.current_partition.extras
+        self.validate_margins = dict(extras.get("validate_margins", {}))
+        self.validate_margins_one_session = dict(extras.get("validate_margins_one_session", {}))
 
 
 @rfm.simple_test

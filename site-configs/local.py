@@ -141,22 +141,23 @@ _sweep = {
     },
     # Repeats of each validation measurement on cpu and slurm (TOPOFOAM_VALIDATE_REPEATS).
     "validate_repeats": _validate_repeats,
-    # The validation's practical margins here (topofoam.validation): a shared 2-core virtual
-    # machine. Its solver time drifted by up to about 7 % between unchanged sessions on the
-    # AMD EPYC; on the Intel Xeon (session 26's CI) the sessions after a baseline took +20 to
-    # +34 % and, in stop 41's CI, -17 %, so the solver's margin is 50 % (a CPU quota of 0.5,
-    # twice the time, still fails: docs/timings.md). Its shared-memory round trips and bandwidth have two states, for minutes
-    # at a time: the host places the two vCPUs on one core complex of its AMD EPYC or on
-    # two, which nothing in the guest sees or sets (0.33 or 1.2 us, 8,500 or 2,050 MB/s; a
-    # round trip of 1,000 scalars up to 4 times: docs/checks.md). So the fabric's margins
-    # let a measurement be 5 times the expected (a cluster node's defaults: 5 % for times in
-    # s, 10 % for us and MB/s). The storage rates, also in MB/s, have 50 % (-33 %): the
-    # rate of reconstructPar on unchanged shared storage moved by up to -22 % between
-    # sessions, and a scratch disk mounted -o sync cut it by 72 to 87 %, which the fabric's
-    # margin (-80 %) missed once when it held for all MB/s. The faults found: a CPU quota (the
-    # solver), a transport falling back to TCP (round trips 30 times), a synchronous scratch
-    # disk (reconstructPar's rate: tests/system/test_validate.py).
-    "validate_margins": {"s": 0.50, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
+    # The validation's practical margins here (topofoam.validation), a shared 2-core virtual
+    # machine. Against a baseline of sessions (record --sessions: 3 or more, on different
+    # days), the verdict judges the drift between sessions, so the margins are the need:
+    # the 15 % slower solver an admin hunts must fail, so the solver has 10 % (the noise
+    # decides whether PASS is reachable: each verdict line says what it detects). Against a
+    # baseline of one session (the first ./bench validate), whose repeats cannot see that
+    # drift, the solver has 50 %: unchanged sessions after such a baseline took +20 to +34 %
+    # (session 26's CI) and -17 % (stop 41's), and a CPU quota of 0.5 still fails
+    # (docs/timings.md). The storage rates have 50 % (-33 %) either way: reconstructPar's
+    # rate on unchanged shared storage moved by up to -22 % between sessions, and a scratch
+    # disk mounted -o sync cut it by 72 to 87 %. The shared-memory fabric has two states,
+    # for minutes at a time (the host places the two vCPUs on one core complex of its AMD
+    # EPYC or on two, which nothing in the guest sees or sets: 0.33 or 1.2 us, 8,500 or
+    # 2,050 MB/s, docs/checks.md), so its round trips and bandwidth may be 5 times the
+    # expected; a transport falling back to TCP (30 times) still fails.
+    "validate_margins": {"s": 0.10, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
+    "validate_margins_one_session": {"s": 0.50},
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,

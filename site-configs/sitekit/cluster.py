@@ -62,6 +62,9 @@ class Partition:
     #: and by check where one needs its own ({"FabricValidation": {"MB/s": 4.0}}); a unit
     #: left out takes topofoam.validation.expectations.MARGINS.
     validate_margins: dict = field(default_factory=dict)
+    #: Those against a baseline of one session, where they must be wider (one session's
+    #: repeats do not see the drift between sessions); left out: validate_margins.
+    validate_margins_one_session: dict = field(default_factory=dict)
 
     def __post_init__(self):
         where = f"partition {self.name}"
@@ -79,9 +82,10 @@ class Partition:
         _whole_list(self.nodes, f"{where}: nodes", 1)
         _whole(self.repeats, f"{where}: repeats", 1)
         _whole(self.validate_repeats, f"{where}: validate_repeats", 2)
-        problem = margins_problem(self.validate_margins)
-        if problem:
-            _fail(f"{where}: validate_margins {problem} -- correct it")
+        for name in ("validate_margins", "validate_margins_one_session"):
+            problem = margins_problem(getattr(self, name))
+            if problem:
+                _fail(f"{where}: {name} {problem} -- correct it")
         for kind, names in (("ucx", self.ucx), ("ucx_inter", self.ucx_inter), ("coll", self.coll)):
             table = {"ucx": presets.UCX, "ucx_inter": presets.UCX_INTER, "coll": presets.COLL}[kind]
             if not isinstance(names, list) or not names:
@@ -137,6 +141,7 @@ class Partition:
             "repeats": self.repeats,
             "validate_repeats": self.validate_repeats,
             "validate_margins": dict(self.validate_margins),
+            "validate_margins_one_session": dict(self.validate_margins_one_session),
             "local_storage": self.local_storage,
             "node_hour_price": site.node_hour_price,
             "currency": site.currency,

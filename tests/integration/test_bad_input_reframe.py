@@ -138,6 +138,13 @@ def listing(config, tmp_path, **env):
             r"correct it",
         ),
         (
+            "vsc5",
+            'published_costs="vsc5"',
+            'published_costs="vsc5", validate_margins_one_session={"s": "wide"}',
+            r"validate_margins_one_session gives 's' the margin 'wide', not a number from 0 "
+            r"to 10 .* -- correct it",
+        ),
+        (
             "hpc2",
             'published_costs="hpc2"',
             'published_costs="hpc2", validate_repeats=1',
@@ -155,6 +162,7 @@ def listing(config, tmp_path, **env):
         "costs",
         "margins",
         "margin-check",
+        "margins-one-session",
         "val-repeats",
     ],
 )

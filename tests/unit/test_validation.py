@@ -5,6 +5,7 @@ read as ReFrame stores them. The samples are TEST DATA (seeded draws); the real 
 tests/system/test_validate.py's."""
 
 import ast
+import dataclasses
 import json
 import random
 from xml.etree import ElementTree as ET
@@ -319,6 +320,46 @@ def test_the_margins_a_partition_states_go_into_the_expectations():
         sessions.from_record(record([bad]))
 
 
+def test_a_baseline_of_one_session_takes_the_margins_stated_for_one():
+    """The need (validate_margins: a 15 % slower solver must fail) holds against a baseline of
+    sessions; one session's repeats cannot see the drift between sessions, so a one-session
+    baseline takes validate_margins_one_session where the partition states one."""
+    margins = {"s": 0.1, "MB/s": 0.5}
+    one = {"s": 0.5}
+    rate = {"site:part:reconstruct_rate": [30.0, 0, None, None, "MB/s", None]}
+
+    def a_session(uuid, scale, one_session=one):
+        more = dict(validate_margins=margins, validate_margins_one_session=one_session)
+        cases = [case(f"SolverValidation %repeat={i}", perf={"site:part:wall": [3.0 * scale, 0, None, None, "s", None]}, setting="c", **more)
+                 for i in range(3)]  # fmt: skip
+        cases.append(case("StorageValidation %repeat=0", perf=rate, setting="g", **more))
+        r = record([cases])
+        r["session_info"]["uuid"] = uuid
+        return sessions.from_record(r)
+
+    s = a_session("a" * 36, 1.0)
+    assert {e.key.check: e.margin for e in expectations.from_session(s)} == {
+        "SolverValidation": 0.5,  # stated for one session
+        "StorageValidation": 0.5,  # none stated for one: validate_margins'
+    }
+    several = [a_session(c * 36, f) for c, f in (("a", 1.0), ("b", 1.01), ("c", 0.99))]
+    assert {e.key.check: e.margin for e in expectations.from_sessions(several)} == {
+        "SolverValidation": 0.1,
+        "StorageValidation": 0.5,
+    }
+    # A one-session file recorded before the site stated its one-session margins is told.
+    old = [dataclasses.replace(e, margin=0.1) if e.key.check == "SolverValidation" else e
+           for e in expectations.from_session(s)]  # fmt: skip
+    solver = [e for e in old if e.key.check == "SolverValidation"][0]
+    assert expectations.margins_moved(old, s) == [f"{solver.key}: 0.1 held, 0.5 stated"]
+    assert expectations.margins_moved(expectations.from_sessions(several), s) == []
+    with pytest.raises(
+        sessions.SessionError,
+        match=r"site:part's validate_margins_one_session gives 's' the margin -1, not a",
+    ):
+        a_session("d" * 36, 1.0, one_session={"s": -1})
+
+
 def test_a_check_s_own_margin_comes_before_its_unit_s():
     """The local fabric's MB/s margin (5 times) must not blunt the storage rates, also MB/s."""
     margins = {"s": 0.1, "MB/s": 0.5, "FabricValidation": {"us": 4.0, "MB/s": 4.0}}
@@ -345,10 +386,11 @@ def test_margins_changed_since_the_expectations_were_recorded_are_named():
         expect(value=0.5, unit="us", margin=0.2, k=key("rtt_10", "FabricValidation")),
     ]
     now = session({rate: [30.0] * 3, wall: [3.0] * 3})
-    now.margins = {rate: 0.5, wall: 0.1, key("rtt_10", "FabricValidation"): 4.0}
+    stated = {rate: 0.5, wall: 0.1, key("rtt_10", "FabricValidation"): 4.0}
+    now.margins = now.margins_one_session = stated  # none stated for one session alone
     # The storage rate's moved; the solver's did not; a published value keeps its own.
     assert expectations.margins_moved(held, now) == [f"{rate}: 4 held, 0.5 stated"]
-    now.margins = {}
+    now.margins = now.margins_one_session = {}
     assert expectations.margins_moved(held, now) == []
 
 

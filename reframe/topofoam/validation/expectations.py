@@ -167,7 +167,8 @@ def _positive(x) -> bool:
 
 def from_session(session: Session, host: str = "") -> list[Expectation]:
     """A baseline session's observations as expectations, each with the margin its partition
-    stated (validate_margins), else its unit's."""
+    stated for a one-session baseline (validate_margins_one_session, else validate_margins),
+    else its unit's."""
     if session.invalid:
         raise SessionError(
             f"session {session.label()} logged {len(session.invalid)} value(s) that are not "
@@ -178,7 +179,7 @@ def from_session(session: Session, host: str = "") -> list[Expectation]:
     out = []
     for key, measured in sorted(session.samples.items()):
         unit = session.units[key]
-        margin = session.margins.get(key, MARGINS[unit])
+        margin = session.margins_one_session.get(key, MARGINS[unit])
         out.append(Expectation(key, unit, better(unit), margin, source, tuple(measured)))
     return out
 
@@ -187,11 +188,18 @@ def margins_moved(expected: list[Expectation], session: Session) -> list[str]:
     """The expectations recorded from a baseline whose margin is not the one the judged
     session's partition states now, as 'key: held, stated'. A file keeps the margins it was
     recorded with (the verdict uses them); a site that changed ``validate_margins`` since is
-    told, not silently judged by the old ones. Published values keep their own margin."""
+    told, not silently judged by the old ones. A one-session baseline is compared with the
+    margins stated for one (validate_margins_one_session), a baseline of sessions with
+    validate_margins. Published values keep their own margin."""
     out = []
     for e in expected:
-        stated = session.margins.get(e.key)
-        if e.samples and stated is not None and stated != e.margin:
+        if e.samples:
+            stated = session.margins_one_session.get(e.key)
+        elif e.sessions:
+            stated = session.margins.get(e.key)
+        else:
+            continue
+        if stated is not None and stated != e.margin:
             out.append(f"{e.key}: {e.margin:g} held, {stated:g} stated")
     return out
 

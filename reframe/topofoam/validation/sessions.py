@@ -64,8 +64,12 @@ class Session:
     extras: dict
     samples: dict[Key, list[float]] = field(default_factory=dict)
     units: dict[Key, str] = field(default_factory=dict)
-    #: The practical margins the partitions stated (the checks' ``validate_margins``).
+    #: The practical margins the partitions stated (the checks' ``validate_margins``): the
+    #: site's tolerance, used against a baseline of sessions.
     margins: dict[Key, float] = field(default_factory=dict)
+    #: Those stated for a baseline of one session (``validate_margins_one_session``), which
+    #: cannot see the drift between sessions; where none is stated, ``margins``.
+    margins_one_session: dict[Key, float] = field(default_factory=dict)
     #: What each node was (NodeFingerprint's ``description``), by partition.
     nodes: dict[str, dict] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
@@ -210,11 +214,14 @@ def from_record(record: dict) -> Session:
         setting = setting_of(case)
         judged = case.get("validated_metrics") or None
         stated = case.get("validate_margins") or {}
-        problem = margins_problem(stated)
-        if problem:
-            raise SessionError(
-                f"{part}'s validate_margins {problem} -- correct the partition in its site file"
-            )
+        stated_one = case.get("validate_margins_one_session") or {}
+        for name, given in (("validate_margins", stated),
+                            ("validate_margins_one_session", stated_one)):  # fmt: skip
+            problem = margins_problem(given)
+            if problem:
+                raise SessionError(
+                    f"{part}'s {name} {problem} -- correct the partition in its site file"
+                )
         for name, values in (case.get("perfvalues") or {}).items():
             metric = name.rsplit(":", 1)[-1]
             if judged is not None and metric not in judged:
@@ -232,6 +239,9 @@ def from_record(record: dict) -> Session:
             margin = margin_stated(stated, check, unit)
             if margin is not None:
                 out.margins[key] = float(margin)
+            one = margin_stated(stated_one, check, unit)
+            if one is not None or margin is not None:
+                out.margins_one_session[key] = float(margin if one is None else one)
     for part in sorted(blocked):
         out.failed[:0] = failed_fixtures[part]
     out.samples = dict(samples)
