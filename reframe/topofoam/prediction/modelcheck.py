@@ -57,6 +57,29 @@ class Line:
     reason: str = ""
     values: list[float] = field(default_factory=list)  # the measured repeats
     terms: dict[str, float] = field(default_factory=dict)  # the prediction's, seconds per step
+    #: What ran: the case and the ranks a node (runs at two scales never share a line, and a
+    #: site's prediction says at which scale it holds).
+    scale: Scale | None = None
+
+
+@dataclass(frozen=True, order=True)
+class Scale:
+    """The ranks a node and the case of a series of runs (the multi-node check's mesh grows
+    with the ranks at a site's scale, so the cells are the node count's, not the series')."""
+
+    ranks_per_node: int
+    case: str
+
+    def __str__(self) -> str:
+        return f"{self.case}, {self.ranks_per_node} ranks a node"
+
+
+def _scale(row: dict) -> Scale:
+    try:
+        ranks = int(float(row.get("num_tasks_per_node") or 0))
+    except (TypeError, ValueError):
+        ranks = 0
+    return Scale(ranks, str(row.get("case") or "?"))
 
 
 def _series(row: dict) -> tuple:
@@ -65,6 +88,7 @@ def _series(row: dict) -> tuple:
         row.get("environ", ""),
         row.get("fabric") or "none",
         row.get("launcher_kind", ""),
+        _scale(row),
     )
 
 
@@ -201,11 +225,8 @@ def _inputs(runs: dict, variant: str, rows: list[dict]) -> tuple[Inputs | None, 
     return Inputs(work, base, calls, graph), ""
 
 
-def _price(
-    line: Line, inputs: Inputs, on: model.Machine, measured_on: model.Machine | None = None
-) -> None:
-    """Set the line's prediction (or its reason) from ``inputs`` on ``on``; ``measured_on``:
-    where the one-node run ran, when elsewhere."""
+def _price(line: Line, inputs: Inputs, on: model.Machine) -> None:
+    """Set the line's prediction (or its reason) from ``inputs`` on ``on``."""
     try:
         p = model.predict(
             line.variant,
@@ -215,7 +236,6 @@ def _price(
             inputs.work,
             inputs.base,
             calls=inputs.calls,
-            measured_on=measured_on,
         )
     except InputError as e:  # a decomposition that does not fit the node's layout
         line.reason = str(e)
@@ -230,7 +250,7 @@ def _series_machine(
     perflogs: Path, series: tuple, runs: dict, cache: dict, published=None
 ) -> tuple[model.Machine | None, str]:
     """(the series' own partition as the model prices it, "") or (None, why not)."""
-    partition, _environ, fabric, _launcher = series
+    partition, _environ, fabric, _launcher, _scale = series
     any_row = next(iter(runs.values()))[0]
     emulated = any_row.get("timing") == "emulated"
     costs, why_not = partition_costs(perflogs, partition, fabric, emulated, cache, published)
@@ -257,7 +277,7 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
         for (variant, nodes), rows in sorted(runs.items()):
             measured = summarise([r[MEASURE] for r in rows])
             line = Line(
-                *series,
+                *series[:4],
                 variant,
                 nodes,
                 measured.n,
@@ -267,6 +287,7 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
                 None,
                 None,
                 values=[r[MEASURE] for r in rows],
+                scale=series[4],
             )
             lines.append(line)
             inputs, reason = (None, why_not) if why_not else _inputs(runs, variant, rows)
@@ -277,56 +298,6 @@ def check(perflogs: Path, since: str = "", published=None) -> tuple[list[Line], 
     return lines, notes
 
 
-@dataclass(frozen=True)
-class Target:
-    """A partition that has not run the multi-node check: its node and its link costs."""
-
-    partition: str
-    machine: model.Machine
-
-
-def elsewhere(reference: Path, targets: list[Target]) -> tuple[list[Line], list[str]]:
-    """Predictions for ``targets`` before they ran anything: the calls per step and the
-    decompositions counted in ``reference``'s runs of the multi-node check (the same case,
-    decomposition and ranks on every site: reframe/multinode.py), priced on each target's
-    node with its costs. The compute is the reference's one-node run's: the target's node
-    has not been measured. The reference's series with the most one-node runs is used."""
-    by, notes = grouped(reference)
-    if not by:
-        return [], notes
-
-    def one_node_runs(item):
-        return sum(len(rows) for (_v, n), rows in item[1].items() if n == 1)
-
-    series, runs = max(sorted(by.items()), key=one_node_runs)
-    machine, why_not = _series_machine(reference, series, runs, {})
-    source = f"{reference.name}:{series[0]}"
-    lines = []
-    for target in targets:
-        for (variant, nodes), rows in sorted(runs.items()):
-            line = Line(
-                target.partition,
-                f"calls and compute: {source}",
-                target.machine.costs.source,
-                series[3],
-                variant,
-                nodes,
-                0,
-                None,
-                None,
-                None,
-                None,
-                None,
-            )
-            lines.append(line)
-            inputs, reason = (None, why_not) if why_not else _inputs(runs, variant, rows)
-            if reason:
-                line.reason = f"{source}: {reason}"
-                continue
-            _price(line, inputs, target.machine, measured_on=machine)
-    return lines, notes
-
-
 def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
     """At each node count, whether the model orders each variant against standard as the
     measurements do: predicted faster or slower by more than ``margin``, else no different;
@@ -334,8 +305,10 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
     out = []
     groups = defaultdict(dict)
     for ln in lines:
-        groups[(ln.partition, ln.environ, ln.fabric, ln.launcher, ln.nodes)][ln.variant] = ln
-    for (part, _env, fabric, launcher, nodes), variants in sorted(groups.items()):
+        groups[(ln.partition, ln.environ, ln.fabric, ln.launcher, ln.scale, ln.nodes)][
+            ln.variant
+        ] = ln
+    for (part, _env, fabric, launcher, _scale, nodes), variants in sorted(groups.items()):
         std = variants.get("standard")
         if std is None or std.predicted is None:
             continue
@@ -375,8 +348,8 @@ def pays(lines: list[Line], steps: int = 1000) -> list[str]:
     series = defaultdict(list)
     for ln in lines:
         if ln.predicted is not None:
-            series[(ln.partition, ln.fabric, ln.launcher)].append(ln)
-    for (part, fabric, launcher), mine in sorted(series.items()):
+            series[(ln.partition, ln.fabric, ln.launcher, ln.scale)].append(ln)
+    for (part, fabric, launcher, scale), mine in sorted(series.items()):
         preds = [model.Prediction(ln.variant, ln.nodes, ln.predicted) for ln in mine]
         found = model.pays_from(preds)
         said = ", ".join(
@@ -387,7 +360,7 @@ def pays(lines: list[Line], steps: int = 1000) -> list[str]:
             for ln in sorted(mine, key=lambda x: (x.nodes, x.variant))
         )
         out.append(
-            f"{part} ({fabric}, {launcher}): predicted to pay (5 % or more faster than "
+            f"{part} ({fabric}, {launcher}; {scale}): predicted to pay (5 % or more faster than "
             f"standard): {said or 'no variant beside standard'}; node-hours per {steps:,} "
             f"steps: {hours}"
         )
@@ -435,15 +408,15 @@ def where_the_time_goes(lines: list[Line]) -> list[str]:
     out = []
     largest = {}
     for ln in lines:
-        key = (ln.partition, ln.environ, ln.fabric, ln.launcher)
+        key = (ln.partition, ln.environ, ln.fabric, ln.launcher, ln.scale)
         if ln.variant == "standard" and ln.terms and ln.nodes > largest.get(key, (0,))[0]:
             largest[key] = (ln.nodes, ln)
-    for (part, _env, fabric, launcher), (nodes, ln) in sorted(largest.items()):
+    for (part, _env, fabric, launcher, scale), (nodes, ln) in sorted(largest.items()):
         total = sum(ln.terms.values())
         shares = sorted(((v / total, k) for k, v in ln.terms.items() if v > 0), reverse=True)
         placed = sum(ln.terms.get(k, 0.0) for k in PLACED) / total
         out.append(
-            f"{part} ({fabric}, {launcher}), standard on {nodes} node(s): the model puts "
+            f"{part} ({fabric}, {launcher}; {scale}), standard on {nodes} node(s): the model puts "
             + ", ".join(f"{100 * s:.0f} % in {k}" for s, k in shares if s >= 0.005)
             + f" of the step; placement and schedule act on {100 * placed:.0f} % of it "
             f"(halo exchanges and tree reductions; MPI's all-reduces and the compute stay)"

@@ -351,39 +351,49 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def model_lines(config: str, system: str) -> list[str]:
-    """Which variants the time-per-step model expects to pay on the site, from its multi-node
-    runs so far (their calls and decompositions) and its link costs: the p2p check's, else
-    the site file's ``published_costs`` (docs/model.md). Before the site ran the multi-node
-    check, its calls and decompositions are the embedded default's (``local``): the check
-    runs the same case, decomposition and ranks everywhere."""
+    """Which variants the time-per-step model expects to pay on the site, from its own
+    multi-node runs at its own scale (their calls and decompositions) and its link costs: the
+    p2p check's, else the site file's ``published_costs`` (docs/model.md). A partition's scale
+    is the most ranks a node its jobs run (``ppn``); runs with fewer (the multi-node check's
+    default 2 a node) give no line under the site's name, nor do another machine's runs: a
+    line says what is missing instead."""
     from topofoam.prediction import modelcheck
 
     partitions = runpy.run_path(config)["site_configuration"]["systems"][0]["partitions"]
     published = {p["name"]: p.get("extras", {}).get("published_costs", "") for p in partitions}
     perflogs = results_dir() / "perflogs" / system
     lines, _ = modelcheck.check(perflogs, published=published) if perflogs.is_dir() else ([], [])
-    said = []
-    if not lines and system != "local":
-        reference = results_dir() / "perflogs" / "local"
-        targets, said = _targets(perflogs, partitions, published)
-        if targets and reference.is_dir():
-            lines, _ = modelcheck.elsewhere(reference, targets)
-        if targets and lines:
-            said.insert(
-                0,
-                f"before any multi-node run of {system}: its calls and decompositions are "
-                f"this machine's ({reference}), its compute this machine's one-node run's "
-                f"(run -t multinode on the site to replace both)",
-            )
-        elif said and not targets and reference.is_dir() and modelcheck.grouped(reference)[0]:
-            return said  # calls counted here, but no partition has costs: each line says so
-    if not lines:
-        return said + [
-            f"no prediction -- no multi-node run of {system} under {perflogs}, nor of the "
-            f"embedded default (local) here, to count the solver's calls (reframe -C {config} "
-            f"-c reframe -r -t multinode, one and two nodes are enough; or ./bench run -- -t "
-            f"multinode here first)"
-        ]
+    scale = {p["name"]: _ranks_per_node(p) for p in partitions}
+    below = sorted(
+        {
+            (ln.partition, ln.scale)
+            for ln in lines
+            if ln.scale.ranks_per_node < scale.get(ln.partition, 0)
+        }
+    )
+    lines = [ln for ln in lines if (ln.partition, ln.scale) not in below]
+    said = [
+        f"no prediction at {system}'s scale for {part}: its multi-node runs are {ran}, its "
+        f"jobs {scale[part]} ranks a node -- run the multi-node check there at that scale "
+        f"(reframe -C {config} -c reframe -r -t multinode -S "
+        f"PreparedCavityRanks.ranks_per_node={scale[part]}; one and two nodes are enough)"
+        for part, ran in below
+    ]
+    ran = {ln.partition for ln in lines} | {part for part, _ in below}
+    cache: dict = {}
+    for part in partitions:
+        name = part["name"]
+        if "multinode" not in part.get("features", []) or name in ran:
+            continue
+        costs, _ = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
+        said.append(
+            f"no prediction at {system}'s scale for {name}: no multi-node run of it to count "
+            f"the solver's calls at {scale[name]} ranks a node"
+            + ("" if costs else ", and no link costs")
+            + f" -- reframe -C {config} -c reframe -r -t multinode -S "
+            f"PreparedCavityRanks.ranks_per_node={scale[name]} (one and two nodes are enough)"
+            + ("" if costs else "; and -t p2p there, or name its published_costs")
+        )
     return (
         said
         + modelcheck.pays(lines)
@@ -392,36 +402,11 @@ def model_lines(config: str, system: str) -> list[str]:
     )
 
 
-def _targets(perflogs: Path, partitions: list[dict], published: dict) -> tuple[list, list[str]]:
-    """The site's multi-node partitions the model can price (their node and link costs), and
-    a line for each it cannot."""
-    from rankmap.errors import InputError
-    from rankmap.topology import load
-    from topofoam.prediction import model, modelcheck
-
-    targets, said, cache = [], [], {}
-    for part in partitions:
-        if "multinode" not in part.get("features", []):
-            continue
-        name, topology = part["name"], part.get("extras", {}).get("topology")
-        costs, why = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
-        if costs is None and published.get(name):
-            said.append(f"no prediction for {name}: its published_costs: {why}")
-            continue
-        if costs is None:
-            said.append(
-                f"no prediction for {name}: no link costs -- run the p2p check there (-t p2p), "
-                f"or name its published_costs in the site file"
-            )
-            continue
-        if not topology:
-            said.append(f"no prediction for {name}: its site file names no topology (extras)")
-            continue
-        try:
-            targets.append(modelcheck.Target(name, model.Machine(load(topology), costs)))
-        except InputError as e:
-            said.append(f"no prediction for {name}: its topology: {e}")
-    return targets, said
+def _ranks_per_node(partition: dict) -> int:
+    """The most ranks a node the partition's jobs run (its ``ppn``, else its cores)."""
+    extras = partition.get("extras", {})
+    ppn = extras.get("ppn") or [extras.get("cores") or 0]
+    return max(int(n) for n in ppn)
 
 
 if __name__ == "__main__":
