@@ -260,13 +260,24 @@ def test_link_limits_as_given(monkeypatch):
     assert settings.emu_links() == {}
 
 
+#: The per-node fault settings (one parser: settings._node_numbers) and values each refuses:
+#: out of range, a node the cluster does not have, not a number, a node twice.
+PER_NODE = [
+    ("TOPOFOAM_EMU_LATENCY", "emu_latency", "NODE=FACTOR",
+     ["node3=0", "node3=200", "node9=2", "node3=twice", "node3=2,node3=3"]),
+    ("TOPOFOAM_EMU_CPU", "emu_cpu", "NODE=FRACTION",
+     ["node3=0", "node3=1.5", "node9=0.5", "node3=half", "node3=0.5,node3=0.6"]),
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "value", ["node3=0", "node3=200", "node9=2", "node3=twice", "node3=2,node3=3"]
+    "variable, reader, form, value",
+    [(v, r, f, value) for v, r, f, values in PER_NODE for value in values],
 )
-def test_a_bad_latency_factor_is_one_line(monkeypatch, value):
-    monkeypatch.setenv("TOPOFOAM_EMU_LATENCY", value)
-    with pytest.raises(settings.SettingError, match=r"is not NODE=FACTOR, each node once"):
-        settings.emu_latency()
+def test_a_bad_per_node_setting_is_one_line(monkeypatch, variable, reader, form, value):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(settings.SettingError, match=rf"is not {form}, each node once"):
+        getattr(settings, reader)()
 
 
 def test_a_latency_factor_needs_a_fabric_profile(monkeypatch):
