@@ -141,5 +141,7 @@ def test_runs_below_a_partition_s_scale_predict_nothing_under_its_name(measured,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     said = done.stdout.splitlines()
-    assert said and all(ln.startswith("no prediction at local's scale for emu: its ") for ln in said)
+    assert said and all(
+        ln.startswith("no prediction at local's scale for emu: its ") for ln in said
+    )
     assert any("are cavity2D, 2 ranks a node, its jobs 4 ranks a node" in ln for ln in said)

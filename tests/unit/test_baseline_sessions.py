@@ -15,7 +15,7 @@ from test_validation import key
 
 from topofoam.results import stats
 from topofoam.validation import expectations, judge
-from topofoam.validation.sessions import Key, Session, SessionError
+from topofoam.validation.sessions import Key, Session, SessionError, together
 
 WALL = key()
 BANDWIDTH = Key("FabricScreening", "site:part", "env", "-", "median_bandwidth")
@@ -177,3 +177,73 @@ def test_every_line_of_a_one_session_verdict_states_what_it_detects():
     v = judge.judge(found, a_session(1))
     wall = judged(v, WALL)
     assert "detects from +" in wall.line()
+
+
+def test_sessions_judged_together_narrow_the_interval_by_their_number():
+    """m sessions' mean against k: the scale is s x sqrt(1/m + 1/k), with the baseline's k - 1
+    degrees of freedom; one session is the prediction interval as before."""
+    medians = [1.0, 1.03, 0.98, 1.01, 0.97]
+    one, three = stats.drift(medians, 1.0), stats.drift(medians, [1.0, 1.0, 1.0])
+    assert one == stats.drift(medians, [1.0])
+    s = scipy_stats.tstd([math.log(v) for v in medians])
+    half = scipy_stats.t.ppf(0.975, 4) * s * math.sqrt(1 / 3 + 1 / 5)
+    assert math.log(three.high / three.ratio) == pytest.approx(half, rel=1e-6)
+    assert three.detectable < one.detectable
+
+
+def test_unchanged_sessions_judged_together_fall_outside_at_the_interval_s_level():
+    """Of 2,000 groups of three unchanged sessions drawn like the baseline's five, about 5 %
+    fall outside the 95 % interval (70 to 130 holds with 99.9 % probability)."""
+    rng = random.Random(5)
+    outside = 0
+    for _ in range(2000):
+        medians = [math.exp(rng.gauss(0, 0.03)) for _ in range(5)]
+        d = stats.drift(medians, [math.exp(rng.gauss(0, 0.03)) for _ in range(3)])
+        outside += not (0.025 <= d.p_larger <= 0.975)
+    assert 70 <= outside <= 130
+
+
+def test_three_sessions_together_pass_unchanged_and_fail_15_percent_where_one_cannot():
+    """At this machine's drift between sessions (about 3 %, localsite.validatebench) and a
+    10 % margin, one unchanged session against eight PASSes about half the time (its
+    interval is about +-7.5 % wide); three judged together PASS nearly always, and three
+    15 % slower ones FAIL."""
+
+    def wall_session(n, seed, slower=1.0):
+        rng = random.Random(seed * 1000 + n)
+        level = math.exp(rng.gauss(0, 0.03)) * slower
+        s = Session(f"{seed:04d}{n:04d}" + "u" * 28, f"20261129T{n:06d}+0000", {})
+        s.samples = {WALL: [2.0 * level * (1 + rng.gauss(0, 0.02)) for _ in range(6)]}
+        s.units, s.partitions = {WALL: "s"}, {"site:part"}
+        s.margins = s.margins_one_session = {WALL: 0.10}
+        return s
+
+    tally = {"one": 0, "three": 0, "fault": 0, "refused": 0}
+    for seed in range(200):
+        try:
+            found = expectations.from_sessions([wall_session(n, seed) for n in range(8)])
+        except SessionError:  # a session over 10 % and 3.5 MADs off: rightly no baseline
+            tally["refused"] += 1
+            continue
+        assert found[0].margin == 0.10
+
+        def status(group, found=found):
+            v = judge.judge(found, group[0] if len(group) == 1 else together(group))
+            return judged(v, WALL).status
+
+        tally["one"] += status([wall_session(8, seed)]) == judge.PASS
+        tally["three"] += status([wall_session(n, seed) for n in (8, 9, 10)]) == judge.PASS
+        fault = [wall_session(n, seed, slower=1.15) for n in (11, 12, 13)]
+        tally["fault"] += status(fault) == judge.FAIL
+    judged_ = 200 - tally["refused"]
+    assert tally["refused"] <= 10, tally
+    assert tally["three"] >= 0.9 * judged_ and tally["fault"] >= 0.9 * judged_, tally
+    assert tally["one"] < tally["three"] - 0.2 * judged_, tally
+    group = together([wall_session(n, 0) for n in (5, 6, 7)])
+    assert group.label().startswith("3 sessions, ") and len(group.medians[WALL]) == 3
+    assert len(group.samples[WALL]) == 18
+
+
+def test_one_session_is_not_a_group():
+    with pytest.raises(SessionError, match=r"1 session\(s\) selected to judge together"):
+        together([a_session(0)])

@@ -301,16 +301,22 @@ class Drift:
     sessions: int
 
 
-def drift(session_medians, median: float, confidence: float = CONFIDENCE) -> Drift:
-    """``median`` (a new session's) against ``session_medians`` (3 at least, all > 0)."""
+def drift(session_medians, median, confidence: float = CONFIDENCE) -> Drift:
+    """``median`` (a new session's, or the medians of m new sessions judged together)
+    against ``session_medians`` (3 at least, all > 0). The m sessions' geometric mean is
+    compared, its variance s^2 / m: s is the baseline's spread alone (k - 1 degrees of
+    freedom), since sessions run back to back to be judged would understate the drift between
+    days; averaging them divides the drift's variance by m only where it is independent from
+    one session to the next."""
+    judged = [float(v) for v in (median if isinstance(median, (list, tuple)) else [median])]
     logs = [math.log(float(v)) for v in session_medians]
     k = len(logs)
-    if k < 3 or median <= 0:
-        raise ValueError("a drift needs 3 session medians at least and a positive median")
+    if k < 3 or not judged or min(judged) <= 0:
+        raise ValueError("a drift needs 3 session medians at least and positive medians")
     mean = statistics.fmean(logs)
     s = max(statistics.stdev(logs), SPREAD_FLOOR)
-    scale = s * math.sqrt(1 + 1 / k)
-    d = math.log(median) - mean
+    scale = s * math.sqrt(1 / len(judged) + 1 / k)
+    d = statistics.fmean(math.log(v) for v in judged) - mean
     half = t_quantile(1 - (1 - confidence) / 2, k - 1) * scale
     return Drift(
         ratio=math.exp(d),

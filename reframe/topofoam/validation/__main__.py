@@ -1,6 +1,6 @@
 """Validate a system from its stored sessions (ReFrame's results store).
 
-    python -m topofoam.validation judge   -C site-configs/vsc5.py [--session QUERY]
+    python -m topofoam.validation judge   -C site-configs/vsc5.py [--session QUERY | --sessions QUERY]
     python -m topofoam.validation record  -C site-configs/vsc5.py [--session QUERY] [--add]
     python -m topofoam.validation record  -C site-configs/vsc5.py --sessions QUERY
     python -m topofoam.validation compare -C site-configs/vsc5.py --before QUERY [--after QUERY]
@@ -9,7 +9,8 @@
         --environ openfoam-org12-patched --out site-configs/expectations/vsc5.yaml
 
 ``judge``: the latest validation session (or QUERY's) against the system's expectations
-(topofoam.paths.expectations_file, or --expectations); with --record-first, a system without
+(topofoam.paths.expectations_file, or --expectations); ``--sessions QUERY``: several
+sessions of one state judged together (sessions.together); with --record-first, a system without
 expectations gets them recorded from this session instead, and is told so. ``record``: a
 session's measurements as expectations; with ``--sessions QUERY``, a baseline of several
 sessions (3 at least, each checked as healthy against the others), judged later against
@@ -66,6 +67,13 @@ def parser() -> argparse.ArgumentParser:
         if name == "judge":
             v.add_argument(
                 "--expectations", type=Path, help="default: the system's (topofoam.paths)"
+            )
+            v.add_argument(
+                "--sessions",
+                metavar="QUERY",
+                help="judge every validation session QUERY selects together (2 or more of "
+                "one state, e.g. three after a maintenance): against a baseline of sessions "
+                "their medians' mean is judged, so the drift between sessions averages out",
             )
             v.add_argument(
                 "--record-first",
@@ -172,7 +180,12 @@ def _main(args) -> int:
 def _run(args) -> int:
     if args.verb == "record" and args.sessions:
         return _record_baseline(args)
-    session = _session(args.config, args.session)
+    if args.verb == "judge" and args.sessions:
+        if args.session:
+            raise sessions.SessionError("give --session or --sessions, not both")
+        session = sessions.together(sessions.validation_sessions(args.config, args.sessions))
+    else:
+        session = _session(args.config, args.session)
     system = _system(session)
     if args.verb == "record":
         where = args.out or paths.results_dir() / "expectations" / f"{system}.yaml"
@@ -193,6 +206,11 @@ def _run(args) -> int:
     if path.is_dir():
         raise expectations.ExpectationsError(
             f"{path} is a folder, not an expectations file -- give its YAML file"
+        )
+    if not path.exists() and session.members:
+        raise expectations.ExpectationsError(
+            f"no expectations for {system} ({path}) to judge {len(session.members)} sessions "
+            f"against -- record a baseline first (record -C {args.config} --sessions QUERY)"
         )
     if not path.exists() and args.record_first and not args.expectations:
         output.file(path, "expectations")
@@ -247,7 +265,10 @@ def _hand_in(v, lines: list[str], stem: Path, session: sessions.Session, changed
     for line in lines:
         print(line)
     written = outputs.write(v, stem.parent, stem.name, changed)
-    written += outputs.write(v, stem, outputs.session_stem(session.start, session.uuid), changed)
+    kept = outputs.session_stem(session.start, session.uuid)
+    if session.members:  # beside, not over, the latest session's own verdict
+        kept += f"-with-{len(session.members) - 1}-earlier"
+    written += outputs.write(v, stem, kept, changed)
     print(f"written: {', '.join(map(str, written))}")
     return EXIT[v.status]
 

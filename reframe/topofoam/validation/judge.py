@@ -148,15 +148,17 @@ def _oriented(values, way: str) -> list[float]:
     return [float(v) for v in values] if way == "lower" else [1 / float(v) for v in values]
 
 
-def _one(e: Expectation, measured: list[float]) -> Judgement:
-    j = Judgement(
-        e.key, INCONCLUSIVE, e.unit, e.margin, "", describe(measured, e.unit), source=e.source
-    )
+def _one(e: Expectation, measured: list[float], medians: list[float] = ()) -> Judgement:
+    """``measured``: the judged repeats; ``medians``: each judged session's median, where
+    several sessions are judged together (sessions.together)."""
+    said = describe(measured, e.unit) + (f", {len(medians)} sessions" if medians else "")
+    j = Judgement(e.key, INCONCLUSIVE, e.unit, e.margin, "", said, source=e.source)
     j.worse = "slower" if e.better == "lower" else "lower"
     x = _oriented(measured, e.better)
     if e.sessions:
         k = len(e.sessions)
-        d = stats.drift(_oriented(e.sessions, e.better), statistics.median(x))
+        judged = _oriented(medians, e.better) if medians else statistics.median(x)
+        d = stats.drift(_oriented(e.sessions, e.better), judged)
         j.expected = (
             f"{fmt(statistics.median(e.sessions))} {e.unit} (median of {k} sessions, "
             f"session-to-session spread {d.spread * 100:.1f} %)"
@@ -218,6 +220,7 @@ def _in_unit(e: Expectation, unit: str) -> Expectation:
         e,
         unit=unit,
         samples=tuple(v * factor for v in e.samples),
+        sessions=tuple(v * factor for v in e.sessions),
         value=None if e.value is None else e.value * factor,
     )
 
@@ -270,7 +273,9 @@ class Verdict:
     session: str
 
     def lines(self) -> list[str]:
-        head = f"Validation verdict: {self.status} (session {self.session})"
+        # One session's label, or several judged together ("3 sessions, A to B").
+        what = self.session if " sessions, " in self.session else f"session {self.session}"
+        head = f"Validation verdict: {self.status} ({what})"
         if self.unexpected:
             checks = sorted({k.check for k in self.unexpected})
             head += (
@@ -311,7 +316,13 @@ def judge(expectations: list[Expectation], session: Session) -> Verdict:
     judgements, missing = [], []
     for e in wanted:
         if e.key in session.samples:
-            judgements.append(_one(_in_unit(e, session.units[e.key]), session.samples[e.key]))
+            judgements.append(
+                _one(
+                    _in_unit(e, session.units[e.key]),
+                    session.samples[e.key],
+                    session.medians.get(e.key, ()),
+                )
+            )
         else:
             missing.append(e.key)
     tested = [j for j in judgements if j.p is not None]

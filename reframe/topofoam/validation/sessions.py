@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 from collections import defaultdict
@@ -77,10 +78,58 @@ class Session:
     invalid: list[str] = field(default_factory=list)
     #: Every partition the session ran a test case on, passed or not.
     partitions: set[str] = field(default_factory=set)
+    #: Sessions judged together (``together``): each one's median by measurement, in
+    #: ``units``; empty for one session.
+    medians: dict[Key, list[float]] = field(default_factory=dict)
+    #: Their labels, oldest first.
+    members: tuple[str, ...] = ()
 
     def label(self) -> str:
+        if self.members:
+            return f"{len(self.members)} sessions, {self.members[0]} to {self.members[-1]}"
         tag = ", ".join(f"{k}={v}" for k, v in sorted(self.extras.items()))
         return f"{self.start} ({self.uuid[:8]}{', ' + tag if tag else ''})"
+
+
+def together(group: list[Session]) -> Session:
+    """Several sessions of one state judged as one (``judge --sessions``): against a
+    baseline of sessions, their medians' mean is judged (the drift between sessions
+    averages out over them); elsewhere, their repeats pooled. Named by the latest; its units
+    and margins are the group's (others' values converted to its units)."""
+    if len(group) < 2:
+        raise SessionError(
+            f"{len(group)} session(s) selected to judge together -- select 2 or more, or "
+            f"judge one with --session"
+        )
+    latest = group[-1]
+    out = Session(
+        latest.uuid,
+        latest.start,
+        latest.extras,
+        units=dict(latest.units),
+        margins=dict(latest.margins),
+        margins_one_session=dict(latest.margins_one_session),
+        nodes=dict(latest.nodes),
+        members=tuple(s.label() for s in group),
+    )
+    samples: dict[Key, list[float]] = defaultdict(list)
+    medians: dict[Key, list[float]] = defaultdict(list)
+    for s in group:
+        out.failed += s.failed
+        out.invalid += s.invalid
+        out.partitions |= s.partitions
+        for key, measured in s.samples.items():
+            unit = out.units.setdefault(key, s.units[key])
+            converted = [values_.convert(v, s.units[key], unit) for v in measured]
+            if None in converted:
+                raise SessionError(
+                    f"{key} is in {s.units[key]} in session {s.label()} and {unit} in "
+                    f"another -- judge sessions of one suite version together"
+                )
+            samples[key] += converted
+            medians[key].append(statistics.median(converted))
+    out.samples, out.medians = dict(samples), dict(medians)
+    return out
 
 
 #: The largest margin: how much worse than expected a measurement may be before it fails,
