@@ -241,6 +241,23 @@ def from_cell_dist(case: Path) -> CommGraph:
     )
 
 
+def from_parts(xadj, adjncy, parts, source: str = "") -> CommGraph:
+    """The graph of a cell graph's decomposition (``parts``: each cell's processor): every
+    internal face between two processors is a face of their processor patch."""
+    parts = np.asarray(parts, dtype=np.int64)
+    n = int(parts.max()) + 1 if parts.size else 0
+    owner = np.repeat(parts, np.diff(np.asarray(xadj, dtype=np.int64)))
+    other = parts[np.asarray(adjncy, dtype=np.int64)]
+    cut = owner != other
+    key = owner[cut] * n + other[cut]
+    faces = np.bincount(key, minlength=n * n) if n * n <= 1 << 26 else None
+    if faces is not None:
+        pairs = np.flatnonzero(faces)
+        return CommGraph.from_arcs(n, pairs // n, pairs % n, faces[pairs], source=source)
+    pairs, counts = np.unique(key, return_counts=True)
+    return CommGraph.from_arcs(n, pairs // n, pairs % n, counts, source=source)
+
+
 def from_case(case: Path) -> CommGraph:
     """From processor folders when there are any, else from a cell distribution."""
     case = Path(case)
@@ -255,11 +272,16 @@ EDGES_HEADER = "rank,neighbour,faces"
 def write_edges(graph: CommGraph, path: Path) -> Path:
     """The graph as an edge list (``rank,neighbour,faces``, each processor patch once): what
     a run keeps of its decomposition, for the time-per-step model (topofoam.prediction.model)."""
+    Path(path).write_text(edges_text(graph))
+    return Path(path)
+
+
+def edges_text(graph: CommGraph) -> str:
+    """What ``write_edges`` writes."""
     u, v, w = graph.edges()
     lines = [f"# ranks {graph.n}; from {graph.source}", EDGES_HEADER]
     lines += [f"{a},{b},{c}" for a, b, c in zip(u.tolist(), v.tolist(), w.tolist())]
-    Path(path).write_text("\n".join(lines) + "\n")
-    return Path(path)
+    return "\n".join(lines) + "\n"
 
 
 #: The most ranks a graph may have: 32 times the 131,072 ranks rankmap's bench places (its

@@ -125,6 +125,21 @@ def cyclic(graph: CommGraph, machine: Node, nodes: int) -> Placement:
     return Placement("cyclic", ranks // ppn, np.asarray(order)[ranks % ppn], machine, nodes)
 
 
+def socket_cyclic(graph: CommGraph, machine: Node, nodes: int) -> Placement:
+    """Each node's local ranks dealt round-robin over its packages, each package's cores
+    filled in order: srun's default distribution, ``block:cyclic``, with cores bound."""
+    ppn = layout(graph, machine, nodes)
+    packages = [np.flatnonzero(machine.domain == d) for d in range(machine.n_domains)]
+    order, taken = [], [0] * len(packages)
+    while len(order) < ppn:
+        for d, cores in enumerate(packages):
+            if len(order) < ppn and taken[d] < len(cores):
+                order.append(cores[taken[d]])
+                taken[d] += 1
+    ranks = np.arange(graph.n)
+    return Placement("socket-cyclic", ranks // ppn, np.asarray(order)[ranks % ppn], machine, nodes)
+
+
 # Node level: SCOTCH is run on differently numbered copies of the graph (its coarsening follows
 # the numbering, so each try is a different solution; on mesh graphs one try lands anywhere
 # between KaHIP's cut and 5% above it), fewer tries on big graphs so that the time stays about
