@@ -13,7 +13,14 @@ from cases.prepare import Prepared
 from cases.sanity import check_log
 
 # Passed to every rank: the libraries and the installation the solver needs.
-FORWARDED = ("LD_LIBRARY_PATH", "WM_PROJECT_DIR", "FOAM_REDUCTION_SCHEDULE")
+FORWARDED = (
+    "LD_LIBRARY_PATH",
+    "WM_PROJECT_DIR",
+    "FOAM_REDUCTION_SCHEDULE",
+    # the MPI call counter (topofoam.jobs.mpicount), where a run is counted
+    "LD_PRELOAD",
+    "TOPOFOAM_MPICOUNT_DIR",
+)
 
 
 @dataclass

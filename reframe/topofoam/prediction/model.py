@@ -267,12 +267,19 @@ def placement_for(variant: str, graph: CommGraph, machine: Node, nodes: int, cos
 
 
 def communication(
-    variant: str, graph: CommGraph, nodes: int, on: Machine, work: Workload, compute_s: float
+    variant: str,
+    graph: CommGraph,
+    nodes: int,
+    on: Machine,
+    work: Workload,
+    compute_s: float,
+    placed: tuple[Placement, Schedule] | None = None,
 ) -> dict[str, float]:
-    """Seconds per step each kind of call costs, the compute ``compute_s`` given."""
+    """Seconds per step each kind of call costs, the compute ``compute_s`` given; the
+    variant's placement and schedule (``placement_for``), or ``placed``."""
     costs = on.costs
     hop = [c * 1e6 if c is not None else 0.0 for c in costs.latency]
-    placed, schedule = placement_for(variant, graph, on.node, nodes, hop)
+    placed, schedule = placed or placement_for(variant, graph, on.node, nodes, hop)
     coll = collective_times(placed, costs, two_level=variant == "esi-nodecomms")
     terms = {
         "halo": work.halo * halo_time(graph, placed, costs),
@@ -297,13 +304,11 @@ def predict(
     work: Workload,
     base: CommGraph,
     calls: Workload | None = None,
-    measured_on: Machine | None = None,
 ) -> Prediction:
     """Time per step of ``variant`` on ``nodes`` nodes of ``on`` for decomposition ``graph``,
     from ``work`` measured on one node with decomposition ``base``. ``calls``: the calls per
     step counted with decomposition ``graph`` (iterations change with the decomposition);
-    without them, the one-node run's. ``measured_on``: where the one-node run ran, when not
-    on ``on`` (a prediction before the site ran anything: its compute is that machine's)."""
+    without them, the one-node run's."""
     costs = on.costs
     if variant not in VARIANTS:
         return Prediction(variant, nodes, None, reason=f"unknown variant {variant!r}")
@@ -324,8 +329,7 @@ def predict(
             f"{(calls or work).ranks} ranks, the decompositions have {base.n} and {graph.n}",
         )
     calls = calls or work
-    there = measured_on or on
-    ones = communication(variant, base, 1, there, work, 0.0)
+    ones = communication(variant, base, 1, on, work, 0.0)
     comm1 = sum(v for k, v in ones.items() if k != "iallreduce")
     if comm1 > work.step_s * (1 + FIT_SLACK):
         return Prediction(
@@ -342,7 +346,7 @@ def predict(
     compute1 = max(0.0, work.step_s - comm1)
     # A rank's compute per step: its cells (the total over the cores the ranks have) times
     # the solver's sweeps over them, which the halo exchanges per step count.
-    share = min(base.n, there.cores or base.n) / min(graph.n, on.cores or graph.n)
+    share = min(base.n, on.cores or base.n) / min(graph.n, on.cores or graph.n)
     sweeps = calls.halo / work.halo if work.halo else 1.0
     compute = compute1 * share * sweeps
     terms = {

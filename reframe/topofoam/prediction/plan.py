@@ -372,11 +372,18 @@ def model_lines(config: str, system: str) -> list[str]:
         }
     )
     lines = [ln for ln in lines if (ln.partition, ln.scale) not in below]
+
+    def missing(part: str, what: str, costs: bool = True) -> str:
+        return (
+            f"no prediction at {system}'s scale for {part}: {what}"
+            + ("" if costs else ", and no link costs")
+            + f" -- reframe -C {config} -c reframe -r -t multinode -S "
+            f"PreparedCavityRanks.ranks_per_node={scale[part]} (one and two nodes are enough)"
+            + ("" if costs else "; and -t p2p there, or name its published_costs")
+        )
+
     said = [
-        f"no prediction at {system}'s scale for {part}: its multi-node runs are {ran}, its "
-        f"jobs {scale[part]} ranks a node -- run the multi-node check there at that scale "
-        f"(reframe -C {config} -c reframe -r -t multinode -S "
-        f"PreparedCavityRanks.ranks_per_node={scale[part]}; one and two nodes are enough)"
+        missing(part, f"its multi-node runs are {ran}, its jobs {scale[part]} ranks a node")
         for part, ran in below
     ]
     ran = {ln.partition for ln in lines} | {part for part, _ in below}
@@ -386,14 +393,8 @@ def model_lines(config: str, system: str) -> list[str]:
         if "multinode" not in part.get("features", []) or name in ran:
             continue
         costs, _ = modelcheck.partition_costs(perflogs, name, "none", False, cache, published)
-        said.append(
-            f"no prediction at {system}'s scale for {name}: no multi-node run of it to count "
-            f"the solver's calls at {scale[name]} ranks a node"
-            + ("" if costs else ", and no link costs")
-            + f" -- reframe -C {config} -c reframe -r -t multinode -S "
-            f"PreparedCavityRanks.ranks_per_node={scale[name]} (one and two nodes are enough)"
-            + ("" if costs else "; and -t p2p there, or name its published_costs")
-        )
+        what = f"no multi-node run of it to count the solver's calls at {scale[name]} ranks a node"
+        said.append(missing(name, what, bool(costs)))
     return (
         said
         + modelcheck.pays(lines)

@@ -17,14 +17,56 @@ def _rows(name: str) -> tuple[list[dict], str]:
     return list(csv.DictReader(line for line in lines if not line.startswith("#"))), source
 
 
+TABLE4 = HERE / "runtime_decrease_seed000.csv"
+
+
+class PublishedError(ValueError):
+    """A published table that cannot be read; the message names the file, the cell and the fix."""
+
+
+def table4(path: Path | str = TABLE4) -> dict[tuple[str, str], dict[int, float]]:
+    """Seed 000 Table 4 as {(our case name, system): {nodes: % decrease}}; an empty cell is
+    a configuration not run. A cell that is not a number, or a row that is short of the
+    header's columns, is refused in one line."""
+    path = Path(path)
+    fix = f"correct it from seed 000 Table 4 (the copy is {TABLE4})"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise PublishedError(f"cannot read {path} ({e.strerror}) -- {fix}") from None
+    rows = list(csv.reader(line for line in lines if not line.startswith("#")))
+    if not rows or rows[0][:2] != ["case", "system"]:
+        raise PublishedError(f"{path}: the header is not 'case,system,n2,...' -- {fix}")
+    header, ours = rows[0], {v: k for k, v in CASE_NAMES.items()}
+    table = {}
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise PublishedError(
+                f"{path}: row {number} ({','.join(row[:2])}) has {len(row)} cells, the header "
+                f"{len(header)} -- {fix}"
+            )
+        cells = {}
+        for name, text in zip(header[2:], row[2:]):
+            if not text.strip():
+                continue
+            try:
+                value = float(text)
+                nodes = int(name.lstrip("n"))
+            except ValueError:
+                raise PublishedError(
+                    f"{path}: {row[0]} on {row[1]}, column {name}, is {text!r}, not a number "
+                    f"-- {fix}"
+                ) from None
+            if value != value or abs(value) == float("inf"):
+                raise PublishedError(f"{path}: {row[0]} on {row[1]}, {name}, is {text} -- {fix}")
+            cells[nodes] = value
+        table[(ours.get(row[0], row[0]), row[1])] = cells
+    return table
+
+
 def decrease(system: str, case: str) -> dict[int, float]:
     """Seed 000 Table 4: local+global vs standard, % by node count ({} elsewhere)."""
-    rows, _ = _rows("runtime_decrease_seed000.csv")
-    want = CASE_NAMES.get(case, case)
-    for row in rows:
-        if row["system"] == system and row["case"] == want:
-            return {int(k[1:]): float(v) for k, v in row.items() if k.startswith("n") and v}
-    return {}
+    return table4().get((case, system), {})
 
 
 def node_seconds(system: str) -> list[dict]:

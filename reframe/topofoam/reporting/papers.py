@@ -1,0 +1,165 @@
+"""The model's predictions beside the papers' published results (docs/model.md).
+
+    python -m topofoam.reporting.papers table4 [--calls results/model] [--table FILE]
+
+Seed 000 Table 4, the runtime decrease of the local and global optimisation against
+OpenFOAM standard, predicted cell by cell (topofoam.prediction.papers) and set beside the
+published figure: each cell's error in percentage points, whether the sign agrees, and the
+rank correlation over all cells. Standard is priced twice, at mpirun's block placement and
+at srun's default block:cyclic: seed 000 does not say which its runs had.
+
+What cannot be predicted (a case whose calls were not counted, a size this machine cannot
+decompose) is one line saying so and what to run; never a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from rankmap.errors import InputError
+from topofoam import output, paths
+from topofoam.prediction import calls as law
+from topofoam.prediction import papers
+from topofoam.prediction.model import ModelError
+from topofoam.reporting import published
+
+
+@dataclass
+class Cell:
+    case: str
+    system: str
+    nodes: int
+    published: float
+    block: float | None = None  # predicted %, standard at block placement
+    srun: float | None = None  # predicted %, standard at srun's default
+    reason: str = ""
+
+
+def decrease(times: dict[str, dict], standard: str) -> float:
+    return 100 * (1 - times["local+global"]["step_s"] / times[standard]["step_s"])
+
+
+def core_bandwidth() -> float:
+    """Bytes/s a core of this machine gets with every core streaming (nodeprobe's triad)."""
+    from topofoam.jobs.nodeprobe import memory_bandwidth
+
+    cores = os.cpu_count() or 1
+    return memory_bandwidth(cores) * 1e6 / cores
+
+
+def predict_table4(table: dict, calls_dir: Path, bandwidth: float, log) -> list[Cell]:
+    cells: list[Cell] = []
+    laws: dict[str, tuple] = {}
+    for (case, system), row in sorted(table.items()):
+        if case not in laws:
+            try:
+                runs = law.load(Path(calls_dir) / f"calls-{case}.json")
+                laws[case] = (law.CallLaw.fit(runs), papers.compute_of(runs, bandwidth), "")
+            except ModelError as e:
+                laws[case] = (None, None, str(e))
+        fit, compute, why = laws[case]
+        for nodes, value in sorted(row.items()):
+            cell = Cell(case, system, nodes, value)
+            cells.append(cell)
+            if fit is None:
+                cell.reason = why
+                continue
+            try:
+                times = papers.predict(case, system, nodes, fit, compute)
+            except (ModelError, InputError) as e:
+                cell.reason = str(e)
+                continue
+            cell.block = decrease(times, "standard")
+            cell.srun = decrease(times, "standard under srun")
+            log(
+                f"papers: {case} {system} {nodes} nodes: {cell.block:+.1f} % (block), "
+                f"{cell.srun:+.1f} % (srun), published {value:+.1f} %"
+            )
+    return cells
+
+
+def summary(cells: list[Cell], which: str) -> str:
+    from scipy.stats import spearmanr
+
+    done = [c for c in cells if getattr(c, which) is not None]
+    if len(done) < 3:
+        return f"standard at {which}: too few predicted cells ({len(done)}) to summarise"
+    pred = [getattr(c, which) for c in done]
+    pub = [c.published for c in done]
+    errors = [p - q for p, q in zip(pred, pub)]
+    signs = sum((p > 0) == (q > 0) for p, q in zip(pred, pub))
+    rho, pvalue = spearmanr(pred, pub)
+    mae = sum(abs(e) for e in errors) / len(errors)
+    return (
+        f"standard at {which}: {len(done)} of {len(cells)} cells predicted; mean absolute error "
+        f"{mae:.1f} points (median {sorted(abs(e) for e in errors)[len(errors) // 2]:.1f}); "
+        f"sign agrees in {signs} of {len(done)}; rank correlation {rho:+.2f} (p = {pvalue:.2g})"
+    )
+
+
+def render(cells: list[Cell]) -> str:
+    lines = [
+        "Seed 000 Table 4: runtime decrease of local+global vs standard, % (predicted vs published)",
+        f"  {'case':14} {'system':6} {'nodes':>5} {'published':>9} {'block':>7} {'srun':>7} "
+        f"{'error':>7}",
+    ]
+    for c in cells:
+        if c.block is None:
+            lines.append(
+                f"  {c.case:14} {c.system:6} {c.nodes:5d} {c.published:9.1f}  no "
+                f"prediction: {c.reason}"
+            )
+            continue
+        lines.append(
+            f"  {c.case:14} {c.system:6} {c.nodes:5d} {c.published:9.1f} {c.block:7.1f} "
+            f"{c.srun:7.1f} {c.srun - c.published:+7.1f}"
+        )
+    lines.append("  (error: srun's standard, predicted minus published, in points)")
+    lines += [f"  {summary(cells, w)}" for w in ("block", "srun")]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m topofoam.reporting.papers", description=__doc__.split("\n\n")[0]
+    )
+    sub = p.add_subparsers(dest="what", required=True)
+    t = sub.add_parser("table4", help="seed 000 Table 4 predicted beside published")
+    t.add_argument("--calls", type=Path, help="folder of calls-<case>.json (default results/model)")
+    t.add_argument("--table", type=Path, default=published.TABLE4, help="Table 4 as CSV")
+    t.add_argument("--case", action="append", help="only these cases")
+    t.add_argument("--out", type=Path, help="also write the table to this file")
+    args = p.parse_args(argv)
+
+    def run() -> int:
+        try:
+            table = published.table4(args.table)
+        except published.PublishedError as e:
+            print(f"papers: {e}", file=sys.stderr)
+            return 2
+        if args.case:
+            table = {k: v for k, v in table.items() if k[0] in args.case}
+        calls_dir = args.calls or paths.results_dir() / "model"
+        bandwidth = core_bandwidth()
+        print(
+            f"papers: a core here streams {bandwidth / 1e9:.2f} GB/s (all cores at once)",
+            file=sys.stderr,
+        )
+        cells = predict_table4(
+            table, calls_dir, bandwidth, lambda s: print(s, file=sys.stderr, flush=True)
+        )
+        text = render(cells)
+        print(text)
+        if args.out:
+            output.write_text(args.out, text + "\n", "--out")
+        return 0
+
+    return output.main("papers", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
