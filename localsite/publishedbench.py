@@ -134,15 +134,17 @@ def decompositions(args) -> int:
     from topofoam.prediction import scale
     from topofoam.reporting import published
 
-    for case, system, ranks_per_node, nodes in published.table4_cells():
-        start = time.monotonic()
-        graph = scale.decomposition(case, system, nodes * ranks_per_node)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-        print(
-            f"publishedbench: {case} {system} {nodes} nodes ({graph.n} ranks): "
-            f"{time.monotonic() - start:.0f} s, peak so far {peak:.1f} GiB",
-            flush=True,
-        )
+    for (case, system), row in sorted(published.table4().items()):
+        for nodes in sorted(row):
+            start = time.monotonic()
+            ranks = nodes * scale.published(case, system).ranks_per_node
+            graph = scale.decomposition(case, system, ranks)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+            print(
+                f"publishedbench: {case} {system} {nodes} nodes ({graph.n} ranks): "
+                f"{time.monotonic() - start:.0f} s, peak so far {peak:.1f} GiB",
+                flush=True,
+            )
     return 0
 
 
