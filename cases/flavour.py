@@ -226,11 +226,11 @@ FIXED_WORK_TOLERANCE = 1e-30
 
 
 def _tolerances(solution: FoamFile) -> None:
-    """Fixed work's tolerance 0 becomes FIXED_WORK_TOLERANCE. GAMG's coarsest level is solved
-    by PCG with GAMG's tolerance and no minIter; OpenFOAM-12's PCG divides by the previous
-    residual product, and with a tolerance of 0 (or 1e-300) it iterates a small system until
-    that product is 0 and stops with a floating-point exception (cavity3D at step 95 of 100
-    on two ranks). minIter = maxIter still fix the iterations of the solves themselves."""
+    """Fixed work's tolerance 0 becomes FIXED_WORK_TOLERANCE. OpenFOAM-12's PCG divides by
+    the previous residual product, and with a tolerance of 0 (or 1e-300) it iterates a small
+    system until that product is 0 and stops with a floating-point exception (cavity3D at
+    step 95 of 100 on two ranks, when GAMG's coarsest level was solved to GAMG's tolerance 0;
+    fixed work now leaves GAMG its own). minIter = maxIter still fix the iterations."""
     for name, spec in (solution.as_dict().get("solvers") or {}).items():
         if isinstance(spec, dict) and spec.get("tolerance") == 0:
             solution["solvers", name, "tolerance"] = FIXED_WORK_TOLERANCE

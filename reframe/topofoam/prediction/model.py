@@ -255,6 +255,27 @@ def collective_times(placement: Placement, costs: LinkCosts, two_level: bool) ->
     }
 
 
+def allreduce_rounds(placement: Placement, costs: LinkCosts) -> float:
+    """One small MPI_Allreduce by recursive doubling over the rank numbers, each round
+    priced by the slowest level its pairs (rank r and r xor 2^j) cross on ``placement``:
+    on a block placement the first rounds stay in a NUMA node, on srun's block:cyclic the
+    first crosses packages. (Ranks beyond the largest power of two fold in first, one round
+    more.) ``collective_times`` prices every round inside a node at the slowest level
+    there, as the emulated fabric's interposer charges."""
+    n = len(placement.node_of)
+    ranks = np.arange(n)
+    total, step = 0.0, 1
+    while step < n:
+        partner = ranks ^ step
+        ok = partner < n
+        level = int(placement.level_between(ranks[ok], partner[ok]).max())
+        total += costs.message(level, FACE_BYTES)
+        step <<= 1
+    if n & (n - 1):
+        total += costs.message(int(placement.level_between(ranks[:1], ranks[-1:])[0]), FACE_BYTES)
+    return total
+
+
 def placement_for(variant: str, graph: CommGraph, machine: Node, nodes: int, costs=None):
     """(placement, schedule of the tree reductions) of a variant (reframe/multinode.py)."""
     if variant == "local+global":
