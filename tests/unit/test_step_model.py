@@ -330,3 +330,27 @@ def test_the_effects_line_says_why_no_variant_paid():
     faster = [line("standard", 4, 1.0, same, mostly_allreduce)]
     faster.append(line("global", 4, 0.8, [0.8, 0.81, 0.79, 0.82, 0.78], mostly_allreduce))
     assert modelcheck.effects(faster).startswith("1 variant and node count(s) came out")
+
+
+def test_mpis_all_reduce_is_priced_round_by_round_on_the_placement():
+    """Recursive doubling pairs rank r with r xor 2^j. On VSC-5's node (8 cores a NUMA
+    node, 8 NUMA nodes a package) and a block placement of 2 nodes: 3 rounds inside a NUMA
+    node, 3 between NUMA nodes, 1 between packages, 1 between nodes. srun's block:cyclic
+    makes the first round cross packages and the next three stay in a NUMA node: the same
+    sum. A placement that scatters consecutive ranks over the nodes pays the slowest
+    level in every round; a rank count that is not a power of two, one round more."""
+    from rankmap.mapping import socket_cyclic
+
+    node = load("vsc5")
+    c = costs()
+    graph = grid(16, 16)  # 256 ranks
+    m = [c.message(level, model.FACE_BYTES) for level in range(4)]
+    expected = 3 * m[0] + 3 * m[1] + m[2] + m[3]
+    assert model.allreduce_rounds(block(graph, node, 2), c) == pytest.approx(expected)
+    assert model.allreduce_rounds(socket_cyclic(graph, node, 2), c) == pytest.approx(expected)
+    placed = block(graph, node, 2)
+    parity = np.array([bin(r).count("1") % 2 for r in range(256)])  # any bit flipped: other node
+    scattered = dataclasses.replace(placed, node_of=parity)
+    assert model.allreduce_rounds(scattered, c) == pytest.approx(8 * m[3])
+    odd = block(grid(12, 10), node, 1)  # 120 ranks: 7 rounds and the fold
+    assert model.allreduce_rounds(odd, c) > model.allreduce_rounds(block(grid(8, 8), node, 1), c)
