@@ -127,3 +127,17 @@ def test_a_bad_published_table_is_one_line_and_no_prediction(tmp_path, edit, say
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("papers: ") and says in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_case_whose_calls_were_not_counted_gets_no_number(tmp_path):
+    r = subprocess.run(
+        [PYTHON, "-m", "topofoam.reporting.papers", "table4", "--case", "cavity2D",
+         "--calls", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("  cavity2D")]
+    assert len(rows) == 9  # every published cell of cavity2D, VSC-5 and hpc2
+    for row in rows:
+        assert "no prediction: cannot read" in row and "publishedbench calls" in row
+    assert "too few predicted cells (0)" in r.stdout

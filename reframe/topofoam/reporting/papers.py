@@ -112,18 +112,21 @@ def render(cells: list[Cell]) -> str:
     lines = [
         "Seed 000 Table 4: runtime decrease of local+global vs standard, %, predicted beside "
         "published",
-        f"  {'case':14}{'system':7}{'nodes':>5}{'published':>10}{head}",
+        f"  {'case':14}{'system':7}{'nodes':>5}{'published':>10}{head}{'comm %':>8}",
     ]
     for c in cells:
         start = f"  {c.case:14}{c.system:7}{c.nodes:5d}{c.published:10.1f}"
         if not c.predicted:
             lines.append(f"{start}  no prediction: {c.reason}")
             continue
-        lines.append(start + "".join(f"{c.predicted[k]:11.1f}" for k in COMPARED))
+        comm = 100 * (1 - c.shares.get("compute", 0.0))
+        lines.append(start + "".join(f"{c.predicted[k]:11.1f}" for k in COMPARED) + f"{comm:8.1f}")
     lines.append(
         "  columns, by how MPI's all-reduce went: rounds = recursive doubling over the rank "
         "numbers; node-aware = in the node, among nodes, in the node (blind to rank numbers); "
-        "sums = OpenFOAM's scalar sums along the optimised schedule (standard node-aware)"
+        "sums = OpenFOAM's scalar sums along the optimised schedule (standard node-aware); "
+        "comm % = the model's communication in standard's step (node-aware), all that "
+        "placement and schedule can act on"
     )
     lines += [f"  {summary(cells, column)}" for column in COMPARED]
     return "\n".join(lines)
