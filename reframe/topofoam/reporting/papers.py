@@ -36,6 +36,11 @@ COMPARED = {
 }
 
 
+#: Below this many points a decrease is no change: the published table's smallest figures
+#: (-0.2 to 0.8) and the model's noise-free ones are alike there.
+SAME = 1.0
+
+
 @dataclass
 class Cell:
     case: str
@@ -98,12 +103,16 @@ def summary(cells: list[Cell], column: str) -> str:
     pred = [c.predicted[column] for c in done]
     pub = [c.published for c in done]
     errors = sorted(abs(p - q) for p, q in zip(pred, pub))
-    signs = sum((p > 0) == (q > 0) for p, q in zip(pred, pub))
+    # A sign is only compared where both say more than no change (SAME points either way).
+    both = [(p, q) for p, q in zip(pred, pub) if abs(p) >= SAME and abs(q) >= SAME]
+    signs = sum((p > 0) == (q > 0) for p, q in both)
+    same = sum(abs(p) < SAME for p in pred)
     rho, pvalue = spearmanr(pred, pub)
     return (
         f"{column}: {len(done)} of {len(cells)} cells; absolute error mean "
-        f"{sum(errors) / len(errors):.1f}, median {errors[len(errors) // 2]:.1f} points; sign "
-        f"agrees in {signs}; rank correlation {rho:+.2f} (p = {pvalue:.2g})"
+        f"{sum(errors) / len(errors):.1f}, median {errors[len(errors) // 2]:.1f} points; no "
+        f"change predicted (under {SAME:g} point) in {same}; of the {len(both)} where both "
+        f"change, the sign agrees in {signs}; rank correlation {rho:+.2f} (p = {pvalue:.2g})"
     )
 
 
