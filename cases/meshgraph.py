@@ -22,6 +22,7 @@ import numpy as np
 from foamlib import FoamFile
 
 from cases.errors import CaseError
+from cases.template import is_cell_counts
 
 # The faces of OpenFOAM's hex model by local vertex numbers; vertex v sits at local
 # (i, j, k) = _CORNER[v] in units of the block's extent.
@@ -81,7 +82,7 @@ def read_blocks(dict_path: Path) -> list[Block]:
             continue
         verts = tokens[i + 1] if i + 1 < len(tokens) else None
         j = i + 2
-        while j < len(tokens) and not _counts(tokens[j]):
+        while j < len(tokens) and not is_cell_counts(tokens[j]):
             j += 1
         if not _vertices(verts) or j == len(tokens):
             raise CaseError(
@@ -103,14 +104,6 @@ def read_blocks(dict_path: Path) -> list[Block]:
     if not blocks:
         raise CaseError(f"{dict_path}: no hex blocks found -- only hex blocks are supported")
     return blocks
-
-
-def _counts(token) -> bool:
-    return (
-        isinstance(token, (list, tuple))
-        and len(token) == 3
-        and all(isinstance(n, int) and not isinstance(n, bool) for n in token)
-    )
 
 
 def _vertices(token) -> bool:

@@ -76,7 +76,7 @@ def blockmesh_cells(case_dir: Path) -> int:
             continue
         # hex (v0 .. v7) [zone] (nx ny nz) grading (...)
         j = i + 2
-        while j < len(tokens) and not _is_cell_counts(tokens[j]):
+        while j < len(tokens) and not is_cell_counts(tokens[j]):
             j += 1
         if j == len(tokens):
             raise CaseError(f"{dict_path}: block {i} has no (nx ny nz) cell counts")
@@ -88,7 +88,7 @@ def blockmesh_cells(case_dir: Path) -> int:
     return cells
 
 
-def _is_cell_counts(token) -> bool:
+def is_cell_counts(token) -> bool:
     return (
         isinstance(token, (list, tuple))
         and len(token) == 3
