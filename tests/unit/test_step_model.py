@@ -354,3 +354,29 @@ def test_mpis_all_reduce_is_priced_round_by_round_on_the_placement():
     assert model.allreduce_rounds(scattered, c) == pytest.approx(8 * m[3])
     odd = block(grid(12, 10), node, 1)  # 120 ranks: 7 rounds and the fold
     assert model.allreduce_rounds(odd, c) > model.allreduce_rounds(block(grid(8, 8), node, 1), c)
+
+
+def test_a_log_that_arrives_in_one_chunk_is_timed_by_the_masters_cpu(tmp_path):
+    """Ten 1 ms steps whose lines reach the clock at once (srun forwarding a fast solver's
+    log in blocks) stamp 0 s a step; the ExecutionTime lines between them say 1 ms: the
+    wall time per step is never below the CPU time per step."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from topofoam.jobs import stepclock
+
+    log = "".join(
+        f"Time = {i}\nExecutionTime = {0.01 + 0.001 * i:.3f} s  ClockTime = 0 s\n"
+        for i in range(10)
+    )
+    stamps = tmp_path / "stepclock.txt"
+    done = subprocess.run(
+        [sys.executable, "-m", "topofoam.jobs.stepclock", str(stamps)],
+        input=log, cwd=REPO / "reframe", capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == log, done.stderr
+    assert stepclock.per_step(stamps) == pytest.approx(0.001, rel=1e-6)
+    # steps slower than their CPU time (a rank waiting off the CPU): the wall time stands
+    stamps.write_text("10.0\ncpu 0.1\n10.5\ncpu 0.2\n11.0\ncpu 0.3\n")
+    assert stepclock.per_step(stamps) == pytest.approx(0.5)

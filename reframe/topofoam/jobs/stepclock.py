@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 STEP = b"Time = "
+CPU = b"ExecutionTime = "  # the master's CPU seconds so far, after each step
 
 
 class StepClockError(ValueError):
@@ -24,14 +25,23 @@ class StepClockError(ValueError):
 
 
 def per_step(path: Path | str) -> float:
-    """Seconds per step from a stamps file: (last - first) / (stamps - 1)."""
+    """Seconds per step from a stamps file: (last - first) / (stamps - 1), and never less
+    than the master's CPU time per step (its ExecutionTime lines, ``cpu`` in the file). A
+    log that reaches the clock in chunks (srun forwards a fast solver's lines in blocks)
+    stamps several steps at once: a one-node cavity of 1 ms steps came out at 16 us. Wall
+    time cannot be shorter than the CPU time within it, so that is the floor."""
     try:
-        stamps = [float(x) for x in Path(path).read_text().split()]
+        lines = Path(path).read_text().splitlines()
+        stamps = [float(x) for x in lines if x and not x.startswith("cpu ")]
+        cpu = [float(x[4:]) for x in lines if x.startswith("cpu ")]
     except (OSError, ValueError) as e:
         raise StepClockError(f"{path}: no step times ({e})") from None
     if len(stamps) < 2:
         raise StepClockError(f"{path}: {len(stamps)} time step(s) seen, at least 2 are needed")
-    return (stamps[-1] - stamps[0]) / (len(stamps) - 1)
+    wall = (stamps[-1] - stamps[0]) / (len(stamps) - 1)
+    if len(cpu) >= 2:
+        return max(wall, (cpu[-1] - cpu[0]) / (len(cpu) - 1))
+    return wall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
             if line.startswith(STEP):
                 stamps.write(f"{time.time():.6f}\n")
                 stamps.flush()
+            elif line.startswith(CPU):
+                seconds = line[len(CPU) :].split(maxsplit=1)[0]
+                stamps.write(f"cpu {float(seconds)}\n")
     return 0
 
 
