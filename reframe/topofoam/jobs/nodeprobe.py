@@ -7,8 +7,9 @@ run on every node of an allocation (NodeScreening: all at once, or one node afte
 where the nodes share cores), it measures in each round, on ``R`` cores at once:
 
 - the memory bandwidth: R processes each copy-and-scale-and-add arrays far larger than any
-  cache (STREAM's triad, a[:] = b + s * c, counted as 3 x 8 bytes per element), the best of
-  3 passes each, summed over the processes: a memory channel down shows here;
+  cache (STREAM's triad, a[:] = b + s * c), all starting each pass together; a pass's
+  bandwidth is the bytes all of them moved over the time from the first start to the last
+  end, and the figure is the best of the passes: a memory channel down shows here;
 - the solver: R serial runs of the prepared case's solver, each on its own copy in the
   node's temporary folder, at the same time; the round's figure is their median wall time:
   a CPU stuck in a power-capped state, or cores of another speed, show here;
@@ -37,7 +38,10 @@ from topofoam.jobs import fingerprint
 
 #: Elements of each triad array: 3 x 16 M doubles = 384 MiB a process, past any cache.
 ELEMENTS = 16 * 1024 * 1024
-PASSES = 3
+PASSES = 5
+#: Bytes a pass moves in each process: two passes over memory (c read, a written; a and b
+#: read, a written), 5 streams of 8 bytes an element, as measured, not STREAM's 3.
+PASS_BYTES = 5 * 8 * ELEMENTS
 
 
 class ProbeError(RuntimeError):
@@ -49,33 +53,40 @@ def _triad(start, out) -> None:
 
     b = np.ones(ELEMENTS)
     c = np.full(ELEMENTS, 2.0)
-    a = np.empty(ELEMENTS)
-    start.wait()
-    best = 0.0
+    a = np.zeros(ELEMENTS)
+    a[:] = 1.0  # touched: the first pass times streaming, not page faults
+    spans = []
     for _ in range(PASSES):
+        start.wait()
         t0 = time.perf_counter()
         np.multiply(c, 3.0, out=a)
         np.add(a, b, out=a)
-        seconds = time.perf_counter() - t0
-        # Two passes over memory here (c read, a written; a and b read, a written): 5
-        # streams of 8 bytes an element, as measured, not STREAM's 3.
-        best = max(best, 5 * 8 * ELEMENTS / seconds / 1e6)
-    out.put(best)
+        spans.append((t0, time.perf_counter()))
+    out.put(spans)
 
 
 def memory_bandwidth(ranks: int) -> float:
-    """MB/s of ``ranks`` processes streaming at once, summed."""
+    """MB/s of ``ranks`` processes streaming at once: in each pass, the bytes all of them
+    moved over the time from the first one's start to the last one's end; the best pass.
+
+    Not each process's own best pass, summed: those need not overlap (a process that starts
+    late streams alone and gets the memory system to itself), and the sum would then count
+    bandwidth the processes never had together."""
     context = multiprocessing.get_context("fork")
     start, out = context.Barrier(ranks), context.Queue()
     procs = [context.Process(target=_triad, args=(start, out)) for _ in range(ranks)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=600) for _ in procs]
+    spans = [out.get(timeout=600) for _ in procs]
     for p in procs:
         p.join()
     if any(p.exitcode for p in procs):
         raise ProbeError("a memory-bandwidth process failed (out of memory?)")
-    return sum(results)
+    # perf_counter is CLOCK_MONOTONIC: one clock for all processes of the node.
+    return max(
+        ranks * PASS_BYTES / (max(s[k][1] for s in spans) - min(s[k][0] for s in spans)) / 1e6
+        for k in range(PASSES)
+    )
 
 
 def solver_time(case: Path, solver: str, ranks: int, scratch: Path) -> float:
