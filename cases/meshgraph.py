@@ -22,7 +22,7 @@ import numpy as np
 from foamlib import FoamFile
 
 from cases.errors import CaseError
-from cases.template import is_cell_counts
+from cases.template import hex_blocks
 
 # The faces of OpenFOAM's hex model by local vertex numbers; vertex v sits at local
 # (i, j, k) = _CORNER[v] in units of the block's extent.
@@ -58,51 +58,29 @@ class CellGraph:
 def read_blocks(dict_path: Path) -> list[Block]:
     """The hex blocks of a blockMeshDict; one line for what cannot be derived."""
     dict_path = Path(dict_path)
-    try:
-        mesh_dict = FoamFile(dict_path)
-        tokens = list(mesh_dict["blocks"])
-        merged = "mergePatchPairs" in mesh_dict and len(mesh_dict["mergePatchPairs"] or []) > 0
-    except FileNotFoundError:
-        raise CaseError(f"{dict_path} is missing -- the case needs a blockMeshDict") from None
-    except Exception as e:
-        raise CaseError(
-            f"{dict_path}: cannot read 'blocks' ({e}) -- check the dictionary with "
-            f"'foamDictionary -entry blocks {dict_path}'"
-        ) from None
-    if merged:
+    mesh_dict, found = hex_blocks(dict_path)
+    if "mergePatchPairs" in mesh_dict and len(mesh_dict["mergePatchPairs"] or []) > 0:
         raise CaseError(
             f"{dict_path}: mergePatchPairs joins blocks non-conformingly -- the cell graph "
             f"is derived for conforming blocks only; mesh the case and read its graph"
         )
     blocks: list[Block] = []
-    i = 0
-    while i < len(tokens):
-        if tokens[i] != "hex":
-            i += 1
-            continue
-        verts = tokens[i + 1] if i + 1 < len(tokens) else None
-        j = i + 2
-        while j < len(tokens) and not is_cell_counts(tokens[j]):
-            j += 1
-        if not _vertices(verts) or j == len(tokens):
+    for n, (verts, counts) in enumerate(found):
+        if not _vertices(verts):
             raise CaseError(
-                f"{dict_path}: block {len(blocks)} is not 'hex (8 vertex labels) (nx ny nz)' "
+                f"{dict_path}: block {n} is not 'hex (8 vertex labels) (nx ny nz)' "
                 f"-- correct the blocks entry"
             )
         if len(set(verts)) != 8:
             raise CaseError(
-                f"{dict_path}: block {len(blocks)} repeats a vertex {tuple(verts)} (a collapsed "
+                f"{dict_path}: block {n} repeats a vertex {tuple(verts)} (a collapsed "
                 f"hex) -- the cell graph is derived for full hexes only; mesh the case instead"
             )
-        if min(tokens[j]) < 1:
+        if min(counts) < 1:
             raise CaseError(
-                f"{dict_path}: block {len(blocks)} has cell counts {tuple(tokens[j])} -- each "
-                f"must be 1 or more"
+                f"{dict_path}: block {n} has cell counts {counts} -- each must be 1 or more"
             )
-        blocks.append(Block(tuple(verts), tuple(tokens[j])))
-        i = j + 1
-    if not blocks:
-        raise CaseError(f"{dict_path}: no hex blocks found -- only hex blocks are supported")
+        blocks.append(Block(tuple(verts), counts))
     return blocks
 
 

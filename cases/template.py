@@ -56,11 +56,13 @@ def render(template: str, variant: str | None, params: dict, dest: Path) -> None
         out.write_text(_PLACEHOLDER.sub(lambda m: str(params[m.group(1)]), text))
 
 
-def blockmesh_cells(case_dir: Path) -> int:
-    """Cells that blockMesh makes from ``system/blockMeshDict``: the sum of nx*ny*nz per block."""
-    dict_path = Path(case_dir) / "system" / "blockMeshDict"
+def hex_blocks(dict_path: Path) -> tuple[FoamFile, list[tuple[object, tuple[int, int, int]]]]:
+    """(the dictionary, its hex blocks as (the token after ``hex``: the vertex labels, the
+    cell counts)) of a blockMeshDict: the one walk of its ``blocks`` entry. CaseError for a
+    dictionary that cannot be read, a block without cell counts, or no hex block at all."""
     try:
-        tokens = list(FoamFile(dict_path)["blocks"])
+        mesh_dict = FoamFile(dict_path)
+        tokens = list(mesh_dict["blocks"])
     except FileNotFoundError:
         raise CaseError(f"{dict_path} is missing -- the case needs a blockMeshDict") from None
     except Exception as e:
@@ -68,7 +70,7 @@ def blockmesh_cells(case_dir: Path) -> int:
             f"{dict_path}: cannot read 'blocks' ({e}) -- check the dictionary "
             f"with 'foamDictionary -entry blocks {dict_path}'"
         ) from None
-    cells = 0
+    blocks = []
     i = 0
     while i < len(tokens):
         if tokens[i] != "hex":
@@ -79,13 +81,21 @@ def blockmesh_cells(case_dir: Path) -> int:
         while j < len(tokens) and not is_cell_counts(tokens[j]):
             j += 1
         if j == len(tokens):
-            raise CaseError(f"{dict_path}: block {i} has no (nx ny nz) cell counts")
-        nx, ny, nz = tokens[j]
-        cells += nx * ny * nz
+            raise CaseError(
+                f"{dict_path}: block {len(blocks)} has no (nx ny nz) cell counts -- correct "
+                f"the blocks entry"
+            )
+        blocks.append((tokens[i + 1], tuple(tokens[j])))
         i = j + 1
-    if cells == 0:
+    if not blocks:
         raise CaseError(f"{dict_path}: no hex blocks found -- only hex blocks are supported")
-    return cells
+    return mesh_dict, blocks
+
+
+def blockmesh_cells(case_dir: Path) -> int:
+    """Cells that blockMesh makes from ``system/blockMeshDict``: the sum of nx*ny*nz per block."""
+    _, blocks = hex_blocks(Path(case_dir) / "system" / "blockMeshDict")
+    return sum(nx * ny * nz for _, (nx, ny, nz) in blocks)
 
 
 def is_cell_counts(token) -> bool:
