@@ -128,7 +128,9 @@ def common_settings(root: Path, munge_socket: Path, task_plugin: str) -> str:
     """slurm.conf lines shared by the local node and the emulated cluster: root-run daemons,
     munge on our own socket, state and logs under ``root`` (per node with %n), no accounting
     (hence ReFrame's squeue scheduler), PMIx for srun, and no requeueing: a benchmark run
-    whose node fails is a failed run, not one that silently starts again later."""
+    whose node fails is a failed run, not one that silently starts again later; a task that
+    dies ends its step (KillOnBadExit): its MPI peers would wait for it to the time limit
+    (a rank's SIGSEGV in Open MPI 4.1's MPI_Init left 6 ranks spinning for minutes)."""
     r = root
     return f"""\
 SlurmUser=root
@@ -155,6 +157,7 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 ReturnToService=2
 JobRequeue=0
+KillOnBadExit=1
 MailProg=/bin/true
 KillWait=5
 MinJobAge=300

@@ -96,6 +96,25 @@ def test_three_nodes(cluster):
     assert sorted(done.stdout.split()) == ["node1", "node2", "node3"]
 
 
+def test_a_rank_that_dies_ends_its_step_at_once(cluster, hello):
+    """A task killed by a signal ends the whole step (KillOnBadExit): without it, its MPI
+    peers wait for it in MPI_Init's fence (or a collective) until the job's time limit, as
+    6 ranks did for 10 minutes after Open MPI 4.1's startup SIGSEGV on one node."""
+    began = time.monotonic()
+    done = subprocess.run(
+        [
+            "srun", "-N", "2", "--ntasks-per-node=1", "--mpi=pmix", "bash", "-c",
+            f'[ "$SLURM_PROCID" = 1 ] && kill -SEGV $$; exec {hello}',
+        ],
+        env=cluster.client_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    took = time.monotonic() - began
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "Segmentation fault" in done.stderr, done.stderr
+    # the step's start and end on two emulated nodes: seconds, not the peer's wait
+    assert took < 60, (took, done.stderr)
+
+
 def test_mpi_ranks_follow_an_arbitrary_hostfile(cluster, hello, tmp_path):
     order = ["node2", "node1", "node1", "node2"]
     hostfile = tmp_path / "hostfile"
