@@ -1,10 +1,13 @@
 """The time-per-step model beside real runs (topofoam.prediction.modelcheck): on the emulated cluster
 under a fabric profile, the p2p check's costs, the multi-node check's calls and kept graphs
 give every variant and node count a prediction; on one node the prediction is the measured
-step itself (the compute is what the model's communication leaves of it). Without the
+step itself (the compute is what the model's communication leaves of it). On 2 nodes, runs
+the model never saw, it is within its stated accuracy; priced with the links of a fabric at
+half the cost (its own p2p run), it is shown off (the positive control). Without the
 inter-node round trips there is no prediction beyond one node, and it says why."""
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -13,16 +16,19 @@ import pytest
 
 from conftest import FABRIC_PROFILE as PROFILE
 from conftest import FEWER_STEPS, PYTHON, REPO, bench_cli, needs_root, run_env
+from topofoam.prediction import modelcheck
 from topofoam.prediction.model import FIT_SLACK
+from topofoam.validation.judge import FAIL
 
 pytestmark = needs_root
 
 SELECT = r"MultiNodeRun.*variant=(standard|local\+global).*launcher_kind=srun"
 
 
-def bench(results, partition, tag, *args, profile="none"):
+def bench(results, partition, tag, *args, profile="none", repeats=1):
     command = ["run", "--partition", partition, "--tag", tag, *(["--", *args] if args else [])]
-    done = bench_cli(*command, env=run_env(results, profile), timeout=1500)
+    env = dict(run_env(results, profile), TOPOFOAM_REPEATS=str(repeats))
+    done = bench_cli(*command, env=env, timeout=1500)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
 
 
@@ -37,6 +43,12 @@ def run_modelcheck(perflogs, out):
 
 
 ONE_NODE_STEPS = "PreparedCavityRanks.steps_override=50"
+#: The runs the accuracy is judged on: 2 nodes (4 ranks on 2 cores), 10 steps (about 0.3 s
+#: each under the profile), 4 runs a variant: the measured median with an interval (the
+#: runs' range, 87.5 % coverage).
+TWO_NODE_STEPS, TWO_NODE_RUNS = "PreparedCavityRanks.steps_override=10", 4
+#: The fabric the positive control prices the runs with: half the profile's cost.
+HALF_PROFILE = "vsc5x50"
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +60,16 @@ def measured(tmp_path_factory, emu_p2p):
     # tolerance, and srun forwards such a log in blocks, so the step clock falls back on the
     # master's CPU time (0.01 s resolution): 50 steps resolve it to about 20 %. Beyond one
     # node (2 and 4 ranks' worth of waiting on 2 cores, seconds a step) the test needs
-    # calls, graphs and a step, not their accuracy: 3 steps.
+    # calls, graphs and a step; 2 nodes its accuracy too (TWO_NODE_*), 4 nodes 3 steps.
     one = SELECT + r".*%prepared.nodes=1\b"
     bench(results, "emu", "multinode", "-n", one, "-S", ONE_NODE_STEPS, profile=PROFILE)
-    more = SELECT + r".*%prepared.nodes=[24]\b"
-    bench(results, "emu", "multinode", "-n", more, "-S", FEWER_STEPS, profile=PROFILE)
+    two = SELECT + r".*%prepared.nodes=2\b"
+    bench(
+        results, "emu", "multinode", "-n", two, "-S", TWO_NODE_STEPS, profile=PROFILE,
+        repeats=TWO_NODE_RUNS,
+    )  # fmt: skip
+    four = SELECT + r".*%prepared.nodes=4\b"
+    bench(results, "emu", "multinode", "-n", four, "-S", FEWER_STEPS, profile=PROFILE)
     return results
 
 
@@ -73,6 +90,38 @@ def test_every_variant_and_node_count_gets_a_prediction(measured, tmp_path):
     std = {ln["nodes"]: ln["predicted"] for ln in lines if ln["variant"] == "standard"}
     assert std[1] < std[2] < std[4], std
     assert "predicted ms" in done.stdout and "node(s): local+global predicted" in done.stdout
+
+
+def two_node_lines(perflogs, costs_under=""):
+    lines, _ = modelcheck.check(perflogs, costs_under=costs_under)
+    two = [ln for ln in lines if ln.nodes == 2]
+    assert {ln.variant for ln in two} == {"standard", "local+global"}, lines
+    assert all(ln.repeats == TWO_NODE_RUNS and ln.predicted for ln in two), two
+    return two
+
+
+def test_on_runs_it_did_not_see_the_model_is_within_its_stated_accuracy(measured):
+    """Issue 55: calibrated on one node (its compute) and the p2p check (its links), the
+    model predicts the 2-node runs, whose time it never saw, within ACCURACY (25 %): the
+    measured median within it, so the runs cannot show it off (FAIL)."""
+    for ln in two_node_lines(measured / "perflogs" / "local"):
+        status, said = modelcheck.accuracy(ln)
+        assert abs(math.log(ln.predicted / ln.measured)) <= math.log1p(modelcheck.ACCURACY), said
+        assert status != FAIL, said
+
+
+def test_calibrated_on_a_fabric_at_half_the_cost_the_model_is_shown_off(measured, tmp_path):
+    """The positive control: the same 2-node runs priced with the links the p2p check
+    measured under a fabric at half the profile's cost (half the latency, twice the
+    bandwidth): a model calibrated on another fabric. Every run puts it off by more than
+    its accuracy: FAIL, and the line says so."""
+    results = tmp_path / "results"
+    shutil.copytree(measured, results, symlinks=True)
+    bench(results, "emu", "p2p", profile=HALF_PROFILE)
+    for ln in two_node_lines(results / "perflogs" / "local", costs_under=HALF_PROFILE):
+        status, said = modelcheck.accuracy(ln)
+        assert status == FAIL and ln.error < -modelcheck.ACCURACY, said
+        assert said.endswith("off by more than +-25 %"), said
 
 
 def test_without_inter_node_round_trips_there_is_no_prediction_beyond_one_node(measured, tmp_path):

@@ -282,6 +282,36 @@ def test_the_ordering_check_compares_with_the_rank_test():
     assert one and one[0].endswith("no verdict")
 
 
+@pytest.mark.parametrize(
+    "predicted, values, status",
+    [
+        (0.95, [0.98, 1.00, 1.03, 1.05], "PASS"),  # -5 %, every value of the range within 25 %
+        (0.70, [0.98, 1.00, 1.03, 1.05], "FAIL"),  # -30 %, every value beyond
+        (1.40, [0.98, 1.00, 1.03, 1.05], "FAIL"),  # +40 %, beyond the other way
+        (0.80, [0.90, 1.00, 1.10, 1.20], "INCONCLUSIVE"),  # -20 %, the range reaches past
+        (0.95, [0.98, 1.00], "INCONCLUSIVE"),  # no interval from 2 runs
+        (None, [0.98, 1.00, 1.03], "INCONCLUSIVE"),  # no prediction
+    ],
+)
+def test_the_accuracy_verdict_is_the_measured_interval_against_the_stated_need(
+    predicted, values, status
+):
+    from topofoam.prediction import modelcheck
+    from topofoam.results.stats import summarise
+
+    m = summarise(values)
+    error = None if predicted is None else predicted / m.median - 1
+    line = modelcheck.Line(
+        "emu", "", "vsc5x100", "srun", "standard", 2, m.n, m.median, m.low, m.high,
+        predicted, error, values=values,
+    )  # fmt: skip
+    got, said = modelcheck.accuracy(line)
+    assert got == status, said
+    assert said.startswith("emu (vsc5x100), standard on 2 node(s): ")
+    if status == "FAIL":
+        assert said.endswith("off by more than +-25 %")
+
+
 def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
     import subprocess
     import sys
