@@ -9,7 +9,10 @@ beside (measured: two compiles at nice 19 and two of another session at SCHED_ID
 19 too; it then gets what the others leave.
 
 That session does not get the terminal's Ctrl-C: ours stops it (its whole process group), and
-so does a SIGTERM of ours.
+so does a SIGTERM of ours. Nor does it get a pause of ours: a SIGTSTP of ours (Ctrl-Z, or
+``kill -TSTP``) pauses it (SIGSTOP to its process group) and then us, and our SIGCONT
+continues it. A SIGSTOP of ours cannot be caught: it pauses us and not the compilers, which
+ran on beside timings that way for three days (docs/timings.md).
 """
 
 from __future__ import annotations
@@ -39,17 +42,35 @@ def run(cmd: list[str], **popen) -> int:
     of ours, or a SIGTERM (a job's or a session's stop), stops its whole session first and is
     raised again as KeyboardInterrupt."""
     main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    signals = (signal.SIGTERM, signal.SIGTSTP, signal.SIGCONT)
+    old = {sig: signal.getsignal(sig) for sig in signals} if main else {}
     try:
         with subprocess.Popen(cmd, preexec_fn=demote, **popen) as child:
+            if main:
+                signal.signal(signal.SIGTERM, signal.default_int_handler)
+                signal.signal(signal.SIGTSTP, lambda *_: _pause(child))
+                signal.signal(signal.SIGCONT, lambda *_: _signal_group(child, signal.SIGCONT))
             try:
                 return child.wait()
             except KeyboardInterrupt:
                 stop(child)
                 raise
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _signal_group(child: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(child.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _pause(child: subprocess.Popen) -> None:
+    """Pause the demoted child's whole process group, then ourselves (SIGCONT undoes both)."""
+    _signal_group(child, signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def stopped_by(status: int) -> str | None:

@@ -54,6 +54,40 @@ def test_a_sigterm_of_ours_stops_all_it_started(tmp_path):
     assert not Path(f"/proc/{grandchild}").exists() or "Z" in _state(grandchild)
 
 
+def test_a_pause_of_ours_pauses_all_it_started_and_a_continue_continues_them(tmp_path):
+    """A SIGSTOP cannot reach the build's own session; a SIGTSTP of ours pauses it (the
+    compilers too) and us, and a SIGCONT continues both: the way to pause a build beside a
+    timing. The build's command counts while it runs, so a pause shows in its count."""
+    pidfile, counter = tmp_path / "pid", tmp_path / "count"
+    loop = f"echo $$ > {pidfile}; while :; do echo x >> {counter}; sleep 0.05; done"
+    code = f"from localsite import lowpriority\nlowpriority.run(['sh', '-c', {loop!r}])\n"
+    ours = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    build = None
+    try:
+        for _ in range(100):
+            if pidfile.is_file() and pidfile.read_text().strip():
+                break
+            time.sleep(0.1)
+        build = int(pidfile.read_text())
+        assert os.getsid(build) != os.getsid(ours.pid)  # its own session: SIGSTOP misses it
+        ours.send_signal(signal.SIGTSTP)
+        time.sleep(0.5)
+        assert _state(build) == "T" and _state(ours.pid) == "T"
+        paused = counter.stat().st_size
+        time.sleep(0.5)
+        assert counter.stat().st_size == paused  # nothing ran while paused
+        ours.send_signal(signal.SIGCONT)
+        time.sleep(0.5)
+        assert _state(build) != "T" and _state(ours.pid) != "T"
+        assert counter.stat().st_size > paused
+    finally:
+        ours.send_signal(signal.SIGCONT)  # a stopped process takes its SIGTERM once continued
+        ours.send_signal(signal.SIGTERM)
+        ours.wait(timeout=30)
+        if build and Path(f"/proc/{build}").exists():
+            os.killpg(build, signal.SIGKILL)  # where the pause was not ours to undo
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
