@@ -18,7 +18,6 @@ from conftest import FABRIC_PROFILE as PROFILE
 from conftest import FEWER_STEPS, PYTHON, REPO, bench_cli, needs_root, run_env
 from topofoam.prediction import modelcheck
 from topofoam.prediction.model import FIT_SLACK
-from topofoam.validation.judge import FAIL
 
 pytestmark = needs_root
 
@@ -107,7 +106,7 @@ def test_on_runs_it_did_not_see_the_model_is_within_its_stated_accuracy(measured
     for ln in two_node_lines(measured / "perflogs" / "local"):
         status, said = modelcheck.accuracy(ln)
         assert abs(math.log(ln.predicted / ln.measured)) <= math.log1p(modelcheck.ACCURACY), said
-        assert status != FAIL, said
+        assert status != modelcheck.FAIL, said
 
 
 def test_calibrated_on_a_fabric_at_half_the_cost_the_model_is_shown_off(measured, tmp_path):
@@ -120,7 +119,7 @@ def test_calibrated_on_a_fabric_at_half_the_cost_the_model_is_shown_off(measured
     bench(results, "emu", "p2p", profile=HALF_PROFILE)
     for ln in two_node_lines(results / "perflogs" / "local", costs_under=HALF_PROFILE):
         status, said = modelcheck.accuracy(ln)
-        assert status == FAIL and ln.error < -modelcheck.ACCURACY, said
+        assert status == modelcheck.FAIL and ln.error < -modelcheck.ACCURACY, said
         assert said.endswith("off by more than +-25 %"), said
 
 

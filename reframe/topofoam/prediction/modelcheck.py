@@ -42,11 +42,13 @@ from topofoam.prediction import model
 from topofoam.results import p2p as p2p_table
 from topofoam.results import perflog
 from topofoam.results.stats import compare, summarise
-from topofoam.validation.judge import FAIL, INCONCLUSIVE, PASS
 
 CHECK = "MultiNodeRun"
 #: perflog columns of the MPI call counter (CountsMpiCalls: the name without MPI_, lower case)
 COUNTS = ("allreduce", "reduce", "bcast", "isend", "send", "iallreduce", "alltoall", "alltoallv")
+#: The accuracy verdicts, in the validation's words (topofoam.validation.judge, which the
+#: prediction layer does not import).
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 #: The accuracy the model states for a step it did not see: the prediction within 25 % of
 #: the measured time per step (either way, on the log scale). Why that much and no more: the
 #: planner's figures choose a configuration and quote node-hours for a report, where a
