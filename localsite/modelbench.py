@@ -77,10 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     print(modelcheck.table(lines))
     for line in modelcheck.orderings(lines):
         print(line)
-    for ln in lines:
-        if ln.nodes > 1:
-            status, said = modelcheck.accuracy(ln)
-            print(f"modelbench: accuracy {status}: {said}")
+    for line in modelcheck.accuracies(lines):
+        print(f"modelbench: accuracy {line}")
     for note in notes:
         print(f"modelbench: left out: {note}")
     errors = [abs(ln.error) for ln in lines if ln.error is not None]

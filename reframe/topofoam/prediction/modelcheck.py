@@ -351,6 +351,11 @@ def accuracy(line: Line, need: float = ACCURACY) -> tuple[str, str]:
     return INCONCLUSIVE, f"{said}: its interval reaches across {bound} (more runs)"
 
 
+def accuracies(lines: list[Line]) -> list[str]:
+    """ "STATUS: line" of every prediction beyond one node (accuracy)."""
+    return [": ".join(accuracy(ln)) for ln in lines if ln.nodes > 1]
+
+
 def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
     """At each node count, whether the model orders each variant against standard as the
     measurements do: predicted faster or slower by more than ``margin``, else no different;
@@ -565,10 +570,8 @@ def _main(args) -> int:
     print(table(lines))
     for line in orderings(lines) + [effects(lines)] + where_the_time_goes(lines):
         print(line)
-    for ln in lines:
-        if ln.nodes > 1:
-            status, said = accuracy(ln)
-            print(f"accuracy: {status}: {said}")
+    for line in accuracies(lines):
+        print(f"accuracy: {line}")
     for note in notes:
         print(f"modelcheck: left out: {note}", file=sys.stderr)
     if args.json:
