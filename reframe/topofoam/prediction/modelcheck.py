@@ -40,15 +40,14 @@ from topofoam.config import fabric as profiles
 from topofoam.config import settings
 from topofoam.prediction import model
 from topofoam.results import p2p as p2p_table
-from topofoam.results import perflog
+from topofoam.results import perflog, stats
 from topofoam.results.stats import compare, summarise
 
 CHECK = "MultiNodeRun"
 #: perflog columns of the MPI call counter (CountsMpiCalls: the name without MPI_, lower case)
 COUNTS = ("allreduce", "reduce", "bcast", "isend", "send", "iallreduce", "alltoall", "alltoallv")
-#: The accuracy verdicts, in the validation's words (topofoam.validation.judge, which the
-#: prediction layer does not import).
-PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+#: The accuracy verdicts' words (topofoam.results.stats, shared with the validation).
+PASS, FAIL, INCONCLUSIVE = stats.PASS, stats.FAIL, stats.INCONCLUSIVE
 #: The accuracy the model states for a step it did not see: the prediction within 25 % of
 #: the measured time per step (either way, on the log scale). Why that much and no more: the
 #: planner's figures choose a configuration and quote node-hours for a report, where a

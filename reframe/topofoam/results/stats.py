@@ -16,6 +16,9 @@ from functools import cache
 
 #: Confidence of every interval, and 1 - the significance level of every test.
 CONFIDENCE = 0.95
+#: A verdict's words, the same wherever a figure is held against a bound: the validation's
+#: expectations and the model's accuracy. INCONCLUSIVE: the interval straddles the bound.
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 #: Up to this many repeats per side the U distribution is computed exactly; above, the normal
 #: approximation with tie correction is used.
 EXACT_LIMIT = 30

@@ -32,7 +32,7 @@ from topofoam.validation.expectations import Expectation, ExpectationsError
 from topofoam.validation.sessions import Key, Session
 
 ALPHA = 1 - stats.CONFIDENCE
-PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+PASS, FAIL, INCONCLUSIVE = stats.PASS, stats.FAIL, stats.INCONCLUSIVE
 
 METHOD = (
     "Each expectation is tested one-sided for 'worse' (against a baseline's repeats: "
