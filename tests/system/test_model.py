@@ -199,3 +199,15 @@ def test_runs_below_a_partition_s_scale_predict_nothing_under_its_name(measured,
         ln.startswith("no prediction at local's scale for emu: its ") for ln in said
     )
     assert any("are cavity2D, 2 ranks a node, its jobs 4 ranks a node" in ln for ln in said)
+
+
+def test_without_a_fabric_profile_the_report_says_in_one_line_what_to_run(measured):
+    """Issue 55, part 4: the default `./bench run` has no fabric profile, so the p2p check
+    does not time the emulated links and nothing prices them. The same runs priced as if no
+    profile had been in force: no line is predicted, and one line, not one per variant and
+    node count, says what run gives the prediction."""
+    lines, _ = modelcheck.check(measured / "perflogs" / "local", costs_under="none")
+    assert lines and all(ln.predicted is None for ln in lines), lines
+    (said,) = modelcheck.reasons(lines)
+    assert said.endswith(f" on 1, 2, 4 node(s): {modelcheck.NO_PROFILE}"), said
+    assert "TOPOFOAM_FABRIC=" in said and "--partition emu" in said

@@ -410,3 +410,22 @@ def test_a_log_that_arrives_in_one_chunk_is_timed_by_the_masters_cpu(tmp_path):
     # steps slower than their CPU time (a rank waiting off the CPU): the wall time stands
     stamps.write_text("10.0\ncpu 0.1\n10.5\ncpu 0.2\n11.0\ncpu 0.3\n")
     assert stepclock.per_step(stamps) == pytest.approx(0.5)
+
+
+def test_a_reason_is_said_once_for_the_lines_it_holds_for():
+    """modelcheck.reasons: one line per reason, naming its lines exactly (every variant on
+    every node count in short, else each pair)."""
+    from topofoam.prediction.modelcheck import Line, reasons
+
+    def line(variant, nodes, reason):
+        return Line(
+            "emu", "e", "none", "srun", variant, nodes, 1, 1.0, 1.0, 1.0, None, None, reason
+        )
+
+    every = [line(v, n, "A") for v in ("standard", "global") for n in (1, 2, 4)]
+    assert reasons(every) == ["standard, global on 1, 2, 4 node(s): A"]
+    some = [line("standard", 2, "B"), line("global", 4, "B"), line("global", 1, "")]
+    assert reasons(every + some) == [
+        "global on 4 node(s); standard on 2 node(s): B",
+        "standard, global on 1, 2, 4 node(s): A",
+    ]
