@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FEWER_STEPS, REPO, bench_cli, free_port, needs_root
+from conftest import FEWER_STEPS, REPO, bench_cli, built_env, free_port, needs_root
 
 pytestmark = needs_root
 
@@ -134,4 +134,32 @@ def test_multinode_check_runs_on_the_twin(site, tmp_path):
     cores = {"vsc5": 128, "hpc2": 48}[site]
     assert f"#SBATCH --cpus-per-task={cores}" in script and "#SBATCH --exclusive" in script
     assert re.search(r"^/\S+$", (build / "rfm_job.out").read_text(), re.M)
+    assert not list((tmp_path / "run").glob("twin-*/state.json"))
+
+
+def test_ocis_twin_runs_both_nps_partitions_with_open_mpi_5(tmp_path):
+    """OCI's site file on its twin (its NPS1 and NPS2 partitions, 2 nodes each) with the v2512
+    build against Open MPI 5 standing in: every variant, ESI's node communicators among them,
+    on 2 nodes by srun and by Open MPI 5's mpirun (``--map-by rankfile:file=``), each rank on
+    the host its mapping gives. Skipped, saying why, without the v2512 build."""
+    built_env("v2512")
+    env = twin_env(tmp_path, "10.77.33")
+    done = bench_cli(
+        "twin", "oci", "run", "--openfoam", "v2512", "--",
+        "-n", r"MultiNodeRun%repeat=0.*%prepared.nodes=2\b", "-S", FEWER_STEPS,
+        env=env, timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    for part in ("nps1", "nps2"):
+        log = tmp_path / "results" / "perflogs" / "oci" / part / "MultiNodeRun.log"
+        rows = list(csv.DictReader(log.open(), delimiter="|"))
+        assert sorted((r["variant"], r["launcher_kind"]) for r in rows) == sorted(
+            (v, k)
+            for v in ("standard", "global", "global+sums", "local+global", "esi-nodecomms")
+            for k in ("srun", "mpirun")
+        ), part
+        for r in rows:
+            assert (r["result"], r["timing"], r["nodes"]) == ("pass", "emulated", "2"), r
+            used = r["placement_used"]
+            assert used == "block" if r["variant"] != "local+global" else used.startswith("split")
     assert not list((tmp_path / "run").glob("twin-*/state.json"))
