@@ -127,7 +127,9 @@ class MultiNodeRun(CountsMpiCalls, ClocksSteps, EsiNodeCommsVariant, PlacedRun):
         "MPI_Alltoall",
         "MPI_Alltoallv",
     ]
-    keep_files = ["commgraph.csv"]
+    #: the decomposition's graph, and rankmap's analysis of the placement it used (its tree
+    #: edges per level beside OpenFOAM's own tree on the same placement)
+    keep_files = ["commgraph.csv", "map/analysis.json"]
     #: The standard run of the same nodes, launcher and repeat (a dependency's name).
     standard_run = variable(str, value="")
     tags = {"multinode"}

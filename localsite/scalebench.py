@@ -1,0 +1,156 @@
+"""The multi-node check at a site's scale on its twin: 128 ranks and more, with the real
+patched OpenFOAM oversubscribed on this machine (correctness, not timing; docs/timings.md).
+
+    python -m localsite.scalebench vsc5 v1912 [--nodes 2] [--ranks-per-node 64] [--steps 1]
+        [--partition zen3_0512] [--launcher srun] [--results DIR]
+
+runs ``./bench twin SITE run --openfoam FLAVOUR`` with the multi-node check on ``--nodes`` twin
+nodes of ``--ranks-per-node`` ranks, every variant (standard, global, global+sums,
+local+global; esi-nodecomms where the build has it), one launcher, and prints per variant what
+its sanity held (every rank on the host its mapping gives, final fields as standard's, and for
+global+sums its sums along the schedule's tree) with the messages between nodes, then the
+ranks, the time and the machine's memory peak. Root only (the twin's namespaces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from localsite import twin
+from topofoam import paths
+
+#: The check's node counts (PreparedCavityRanks.nodes): the twin must have as many.
+NODE_COUNTS = (2, 4)
+
+
+def memory_used_mib() -> int:
+    """MemTotal - MemAvailable of /proc/meminfo, in MiB."""
+    info = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        name, _, value = line.partition(":")
+        info[name] = int(value.split()[0])
+    return (info["MemTotal"] - info["MemAvailable"]) // 1024
+
+
+class Peak(threading.Thread):
+    """The highest memory use above the start's, sampled every second while it runs."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.base = memory_used_mib()
+        self.peak = 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.wait(1.0):
+            self.peak = max(self.peak, memory_used_mib() - self.base)
+
+
+def tree_edges(row: dict) -> str:
+    """The reduction tree's edges between nodes, the schedule's beside OpenFOAM's own tree on
+    the run's placement (rankmap's analysis, kept in the run's output folder), or ''."""
+    path = Path(row.get("outputdir") or "/nonexistent", "analysis.json")
+    try:
+        edges = json.loads(path.read_text())[0]["tree_edges"]
+    except (OSError, ValueError, LookupError, TypeError):
+        return ""
+    return (
+        f"; tree edges between nodes: the schedule's {edges['hierarchical']['inter_node']}, "
+        f"OpenFOAM's tree {edges['openfoam']['inter_node']}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m localsite.scalebench", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("site", choices=twin.SITES)
+    p.add_argument("openfoam", choices=sorted(twin.STAND_INS), help="the build that runs")
+    p.add_argument("--nodes", type=int, default=2, choices=NODE_COUNTS)
+    p.add_argument("--ranks-per-node", type=int, default=64)
+    p.add_argument("--steps", type=int, default=1, help="time steps of the cavity")
+    p.add_argument("--partition", default="", help="the site's partition (default: its first)")
+    p.add_argument("--launcher", default="srun", choices=("srun", "mpirun"))
+    p.add_argument("--results", type=Path, help="results folder (default: a new one)")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("scalebench: a twin needs root -- run as root", file=sys.stderr)
+        return 2
+    parts = twin.partitions(twin.load_site(args.site))
+    part = next((t for t in parts if t.name == (args.partition or parts[0].name)), None)
+    if part is None:
+        print(
+            f"scalebench: {args.site} has no partition {args.partition!r} -- choose one of "
+            f"{', '.join(t.name for t in parts)}",
+            file=sys.stderr,
+        )
+        return 2
+    results = args.results or Path(tempfile.mkdtemp(prefix=f"scalebench-{args.site}-"))
+    ranks = args.nodes * args.ranks_per_node
+    select = (
+        rf"MultiNodeRun%repeat=0.*%launcher_kind={args.launcher}.*%prepared.nodes={args.nodes}\b"
+    )
+    command = [
+        str(paths.REPO / "bench"), "twin", args.site, "run", "--nodes", str(args.nodes),
+        "--openfoam", args.openfoam, "--",
+        "--system", f"{args.site}:{part.name}", "-n", select,
+        "-S", f"PreparedCavityRanks.ranks_per_node={args.ranks_per_node}",
+        "-S", f"PreparedCavityRanks.steps_override={args.steps}",
+    ]  # fmt: skip
+    print(
+        f"scalebench: {args.site} twin, {part.name}: {args.nodes} nodes x {args.ranks_per_node} "
+        f"= {ranks} ranks, {args.openfoam}, {args.launcher}, {args.steps} step(s); results in "
+        f"{results}",
+        flush=True,
+    )
+    peak = Peak()
+    peak.start()
+    began = time.monotonic()
+    log = results / "bench.log"
+    results.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as out:
+        done = subprocess.run(
+            command,
+            env=dict(os.environ, TOPOFOAM_RESULTS=str(results)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=paths.REPO,
+        )
+    took = time.monotonic() - began
+    peak.done.set()
+    peak.join()
+    perflog = results / "perflogs" / args.site / part.name / "MultiNodeRun.log"
+    rows = list(csv.DictReader(perflog.open(), delimiter="|")) if perflog.is_file() else []
+    for r in rows:
+        if int(r.get("num_tasks") or ranks) != ranks:
+            continue
+        print(
+            f"  {r['variant']:<14} {r['result']:<5} placement {r.get('placement_used', '?')}; "
+            f"MPI_Send between nodes {r.get('sends_inter_node_value', '?')}, within "
+            f"{r.get('sends_intra_node_value', '?')}; MPI_Allreduce calls "
+            f"{r.get('allreduce_value', '?')}{tree_edges(r)}",
+            flush=True,
+        )
+    failed = [ln for ln in log.read_text().splitlines() if "FAIL" in ln or "Error" in ln]
+    for line in failed[:20]:
+        print(f"  {line.strip()}")
+    print(
+        f"scalebench: {ranks} ranks on {args.nodes} {args.site} twin nodes, {args.openfoam}: "
+        f"{len(rows)} run(s) logged, exit {done.returncode}, {took / 60:.1f} min, memory peak "
+        f"{peak.peak:,} MiB above the start; log {log}",
+        flush=True,
+    )
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
