@@ -15,7 +15,6 @@ ranks, the time and the machine's memory peak. Root only (the twin's namespaces)
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from localsite import twin
 from topofoam import paths
+from topofoam.results import perflog
 
 #: The check's node counts (PreparedCavityRanks.nodes): the twin must have as many.
 NODE_COUNTS = (2, 4)
@@ -55,6 +55,11 @@ class Peak(threading.Thread):
             self.peak = max(self.peak, memory_used_mib() - self.base)
 
 
+def count(row: dict, name: str) -> str:
+    value = row.get(name)
+    return f"{value:,.0f}" if isinstance(value, float) else "?"
+
+
 def tree_edges(row: dict) -> str:
     """The reduction tree's edges between nodes, the schedule's beside OpenFOAM's own tree on
     the run's placement (rankmap's analysis, kept in the run's output folder), or ''."""
@@ -67,6 +72,24 @@ def tree_edges(row: dict) -> str:
         f"; tree edges between nodes: the schedule's {edges['hierarchical']['inter_node']}, "
         f"OpenFOAM's tree {edges['openfoam']['inter_node']}"
     )
+
+
+def show(perflogs: Path, ranks: int) -> list[dict]:
+    """Print the multi-node check's runs of ``ranks`` ranks, a line each; return them."""
+    rows = [
+        r
+        for r in perflog.read_system(perflogs, checks=("MultiNodeRun",)).rows
+        if r.get("num_tasks") == ranks
+    ]
+    for r in rows:
+        print(
+            f"  {r['variant']:<14} {r['result']:<5} {r.get('openfoam')}; placement "
+            f"{r.get('placement_used')}; MPI_Send between nodes {count(r, 'sends_inter_node')}, "
+            f"within {count(r, 'sends_intra_node')}; MPI_Allreduce calls "
+            f"{count(r, 'allreduce')}{tree_edges(r)}",
+            flush=True,
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,18 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     took = time.monotonic() - began
     peak.done.set()
     peak.join()
-    perflog = results / "perflogs" / args.site / part.name / "MultiNodeRun.log"
-    rows = list(csv.DictReader(perflog.open(), delimiter="|")) if perflog.is_file() else []
-    for r in rows:
-        if int(r.get("num_tasks") or ranks) != ranks:
-            continue
-        print(
-            f"  {r['variant']:<14} {r['result']:<5} placement {r.get('placement_used', '?')}; "
-            f"MPI_Send between nodes {r.get('sends_inter_node_value', '?')}, within "
-            f"{r.get('sends_intra_node_value', '?')}; MPI_Allreduce calls "
-            f"{r.get('allreduce_value', '?')}{tree_edges(r)}",
-            flush=True,
-        )
+    rows = show(results / "perflogs" / args.site, ranks)
     failed = [ln for ln in log.read_text().splitlines() if "FAIL" in ln or "Error" in ln]
     for line in failed[:20]:
         print(f"  {line.strip()}")
