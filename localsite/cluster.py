@@ -45,6 +45,8 @@ DEFAULT_LAYOUT = NodeLayout(sockets=1, cores_per_socket=2, threads_per_core=1, m
 
 #: Most nodes an emulated cluster has: each is a slurmd and a network namespace on this machine.
 MAX_NODES = 8
+#: Slurm clients of ours that stand before the real ones on the cluster's PATH.
+CLIENTS = Path(__file__).resolve().parent / "clients"
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,9 @@ class EmulatedCluster(SlurmDaemons):
     def client_env(self, base: dict | None = None) -> dict[str, str]:
         env = super().client_env(base)
         env.update(mpi_env(self.subnet, self.node_tmp))
+        # squeue that waits for a starved slurmctld (localsite/clients/squeue says why)
+        rest = [d for d in env.get("PATH", "").split(os.pathsep) if d and d != str(CLIENTS)]
+        env["PATH"] = os.pathsep.join([str(CLIENTS), *rest])
         return env
 
     def daemon_names(self) -> list[str]:

@@ -28,6 +28,8 @@ from localsite import twin
 from topofoam import paths
 from topofoam.results import perflog
 
+#: Reruns of a failed case, each named in the output.
+RETRIES = 2
 #: The check's node counts (PreparedCavityRanks.nodes): the twin must have as many.
 NODE_COUNTS = (2, 4)
 
@@ -128,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         "--system", f"{args.site}:{part.name}", "-n", select,
         "-S", f"PreparedCavityRanks.ranks_per_node={args.ranks_per_node}",
         "-S", f"PreparedCavityRanks.steps_override={args.steps}",
+        # Open MPI 4.1's start-up race under srun (localsite.cli.EMU_RETRIES): at 128 ranks a
+        # launch meets it far more often than at 8; each rerun is named below
+        "--max-retries", str(RETRIES),
     ]  # fmt: skip
     print(
         f"scalebench: {args.site} twin, {part.name}: {args.nodes} nodes x {args.ranks_per_node} "
@@ -152,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     peak.done.set()
     peak.join()
     rows = show(results / "perflogs" / args.site, ranks)
-    failed = [ln for ln in log.read_text().splitlines() if "FAIL" in ln or "Error" in ln]
+    failed = [
+        ln
+        for ln in log.read_text().splitlines()
+        if any(w in ln for w in ("FAIL", "Error", "Retrying", "retry"))
+    ]
     for line in failed[:20]:
         print(f"  {line.strip()}")
     print(

@@ -115,6 +115,46 @@ def test_a_rank_that_dies_ends_its_step_at_once(cluster, hello):
     assert took < 60, (took, done.stderr)
 
 
+def test_squeue_waits_for_a_starved_slurmctld(cluster):
+    """ReFrame's squeue scheduler takes a job squeue does not list as finished. While
+    slurmctld cannot answer (stopped here; starved of the cores by a twin's 128 ranks there),
+    Slurm's own squeue fails and lists nothing; the cluster's squeue (localsite/clients)
+    waits until slurmctld answers and lists the job. A job id Slurm does not know still
+    comes back at once."""
+    env = cluster.client_env()
+    plain = dict(
+        env, PATH=os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "clients" not in p)
+    )
+    job = subprocess.run(
+        ["sbatch", "--parsable", "-N", "1", "--wrap", "sleep 300"],
+        env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()  # fmt: skip
+    ctld = cluster.running()["slurmctld"]
+    query = ["squeue", "-h", "-j", job, "-o", "%i|%T"]
+    try:
+        os.kill(ctld, signal.SIGSTOP)
+        began = time.monotonic()
+        lost = subprocess.run(query, env=plain, capture_output=True, text=True, timeout=300)
+        gave_up = time.monotonic() - began
+        assert lost.returncode != 0 and job not in lost.stdout, lost
+        waiting = subprocess.Popen(query, env=env, stdout=subprocess.PIPE, text=True)
+        # longer than Slurm's squeue waited before it failed
+        time.sleep(gave_up + 5)
+        assert waiting.poll() is None  # still asking
+        os.kill(ctld, signal.SIGCONT)
+        out, _ = waiting.communicate(timeout=300)
+        assert waiting.returncode == 0 and out.strip() in (f"{job}|RUNNING", f"{job}|PENDING")
+    finally:
+        os.kill(ctld, signal.SIGCONT)
+        subprocess.run(["scancel", job], env=env, timeout=60)
+    began = time.monotonic()
+    gone = subprocess.run(
+        ["squeue", "-h", "-j", "999999"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert gone.returncode != 0 and "Invalid job id" in gone.stderr, gone
+    assert time.monotonic() - began < 30
+
+
 def test_mpi_ranks_follow_an_arbitrary_hostfile(cluster, hello, tmp_path):
     order = ["node2", "node1", "node1", "node2"]
     hostfile = tmp_path / "hostfile"
