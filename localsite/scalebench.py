@@ -76,12 +76,13 @@ def tree_edges(row: dict) -> str:
     )
 
 
-def show(perflogs: Path, ranks: int) -> list[dict]:
-    """Print the multi-node check's runs of ``ranks`` ranks, a line each; return them."""
+def show(perflogs: Path, ranks: int, since: str = "") -> list[dict]:
+    """Print the multi-node check's runs of ``ranks`` ranks that ended at ``since`` or later
+    (YYYY-MM-DDTHH:MM:SS, local time), a line each; return them."""
     rows = [
         r
         for r in perflog.read_system(perflogs, checks=("MultiNodeRun",)).rows
-        if r.get("num_tasks") == ranks
+        if r.get("num_tasks") == ranks and str(r.get("time") or "") >= since
     ]
     for r in rows:
         print(
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{results}",
         flush=True,
     )
+    since = time.strftime("%Y-%m-%dT%H:%M:%S")  # a results folder may hold earlier runs
     peak = Peak()
     peak.start()
     began = time.monotonic()
@@ -156,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     took = time.monotonic() - began
     peak.done.set()
     peak.join()
-    rows = show(results / "perflogs" / args.site, ranks)
+    rows = show(results / "perflogs" / args.site, ranks, since)
     failed = [
         ln
         for ln in log.read_text().splitlines()
