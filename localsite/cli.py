@@ -705,6 +705,8 @@ def twin_command(args: argparse.Namespace) -> int:
 
     node_topology = dict(_pair(t, "--node-topology") for t in args.node_topology)
     t = twin.Twin(args.site, args.nodes, node_topology)
+    # A SIGTERM is a Ctrl-C here: the twin is stopped on the way out, its jobs' steps with it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.action == "run":
         t.check_ranks(args.reframe_args)  # before anything starts
     if args.action == "stop":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -111,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("scalebench: a twin needs root -- run as root", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     parts = twin.partitions(twin.load_site(args.site))
     part = next((t for t in parts if t.name == (args.partition or parts[0].name)), None)
     if part is None:
@@ -148,13 +150,20 @@ def main(argv: list[str] | None = None) -> int:
     log = results / "bench.log"
     results.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        done = subprocess.run(
+        child = subprocess.Popen(
             command,
             env=dict(os.environ, TOPOFOAM_RESULTS=str(results)),
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=paths.REPO,
         )
+        try:
+            child.wait()
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the twin stops itself first
+            child.send_signal(signal.SIGTERM)
+            child.wait()
+            print(f"scalebench: interrupted; the twin stopped; log {log}", file=sys.stderr)
+            return 130
     took = time.monotonic() - began
     peak.done.set()
     peak.join()
@@ -168,11 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line.strip()}")
     print(
         f"scalebench: {ranks} ranks on {args.nodes} {args.site} twin nodes, {args.openfoam}: "
-        f"{len(rows)} run(s) logged, exit {done.returncode}, {took / 60:.1f} min, memory peak "
+        f"{len(rows)} run(s) logged, exit {child.returncode}, {took / 60:.1f} min, memory peak "
         f"{peak.peak:,} MiB above the start; log {log}",
         flush=True,
     )
-    return done.returncode
+    return child.returncode
 
 
 if __name__ == "__main__":
