@@ -25,7 +25,8 @@ import threading
 import time
 from pathlib import Path
 
-from localsite import twin
+from localsite import meminfo, twin
+from localsite.benchrun import multinode_cases
 from topofoam import paths
 from topofoam.results import perflog
 
@@ -35,27 +36,18 @@ RETRIES = 2
 NODE_COUNTS = (2, 4)
 
 
-def memory_used_mib() -> int:
-    """MemTotal - MemAvailable of /proc/meminfo, in MiB."""
-    info = {}
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        name, _, value = line.partition(":")
-        info[name] = int(value.split()[0])
-    return (info["MemTotal"] - info["MemAvailable"]) // 1024
-
-
 class Peak(threading.Thread):
     """The highest memory use above the start's, sampled every second while it runs."""
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.base = memory_used_mib()
+        self.base = meminfo.used_mib()
         self.peak = 0
         self.done = threading.Event()
 
     def run(self):
         while not self.done.wait(1.0):
-            self.peak = max(self.peak, memory_used_mib() - self.base)
+            self.peak = max(self.peak, meminfo.used_mib() - self.base)
 
 
 def count(row: dict, name: str) -> str:
@@ -124,9 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = args.results or Path(tempfile.mkdtemp(prefix=f"scalebench-{args.site}-"))
     ranks = args.nodes * args.ranks_per_node
-    select = (
-        rf"MultiNodeRun%repeat=0.*%launcher_kind={args.launcher}.*%prepared.nodes={args.nodes}\b"
-    )
+    select = multinode_cases(repeat="0", launcher=args.launcher, nodes=str(args.nodes))
     command = [
         str(paths.REPO / "bench"), "twin", args.site, "run", "--nodes", str(args.nodes),
         "--openfoam", args.openfoam, "--",

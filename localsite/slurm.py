@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from localsite import meminfo
 from topofoam import paths
 from topofoam.config import settings
 
@@ -63,13 +64,11 @@ def detect_layout() -> NodeLayout:
     packages = max(_hwloc_count("package"), 1)
     cores = _hwloc_count("core")
     pus = _hwloc_count("pu")
-    with open("/proc/meminfo") as meminfo:
-        kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemTotal:"))
     return NodeLayout(
         sockets=packages,
         cores_per_socket=max(cores // packages, 1),
         threads_per_core=max(pus // max(cores, 1), 1),
-        memory_mib=int(kib / 1024 * 0.9),
+        memory_mib=int(meminfo.meminfo_mib()["MemTotal"] * 0.9),
     )
 
 

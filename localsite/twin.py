@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from localsite import facts
+from localsite import facts, meminfo
 from localsite.cluster import MAX_NODES, MPI_AS_ROOT, EmulatedCluster, NodeGroup, mpi_env
 from localsite.slurm import NodeLayout, SlurmError
 from rankmap import topology
@@ -72,14 +72,6 @@ class TwinPartition:
     description: str  # the hwloc synthetic description the nodes show (HWLOC_XMLFILE)
     layout: NodeLayout
     features: tuple[str, ...]
-
-
-def available_mib() -> int:
-    """MemAvailable of /proc/meminfo, in MiB."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) // 1024
-    return 0
 
 
 def site_file(site: str) -> Path:
@@ -319,7 +311,7 @@ class Twin:
                 f"ask for {cores} at most"
             )
         ranks = ppn * self.cluster.nodes
-        free = available_mib()
+        free = meminfo.available_mib()
         fit = free // MIB_PER_RANK
         if ranks > fit:
             raise TwinError(
