@@ -16,6 +16,18 @@ from topofoam import paths
 BENCH = str(paths.REPO / "bench")
 
 
+def multinode_cases(
+    *, variant: str = ".*", launcher: str = ".*", nodes: str = r"\d+", repeat: str = r"\d+"
+) -> str:
+    """ReFrame's ``-n`` pattern for the multi-node check's cases (reframe/multinode.py), each
+    argument a regular expression of one parameter's value, in the order of the case names:
+    ``MultiNodeRun%repeat=0%variant=global%launcher_kind=srun%...%prepared.nodes=2``."""
+    return (
+        rf"^MultiNodeRun%repeat=({repeat})%variant=({variant})%launcher_kind=({launcher})"
+        rf".*%prepared.nodes=({nodes})\b"
+    )
+
+
 def bench_run(results: Path, partition: str, tag: str, *reframe_args: str, **settings: str):
     """(the finished process, its seconds): ``./bench run --partition P --tag T [-- ARGS]``
     with TOPOFOAM_RESULTS=results and the given variables (TOPOFOAM_FABRIC="vsc5x100", ...)."""

@@ -20,12 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from localsite.benchrun import bench_run
+from localsite.benchrun import bench_run, multinode_cases
 from topofoam.config import fabric, settings
 from topofoam.prediction import modelcheck
 
 #: One launcher is enough for the model (it does not price launchers); srun is the sites'.
-SELECT = ("-n", "MultiNodeRun.*launcher_kind=srun")
+SELECT = ("-n", multinode_cases(launcher="srun"))
 
 
 def main(argv: list[str] | None = None) -> int:

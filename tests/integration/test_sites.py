@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHON, REPO, one_line
+from localsite.benchrun import multinode_cases
 
 REFRAME = str(Path(PYTHON).parent / "reframe")
 
@@ -259,6 +260,27 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
     )
     assert "--placement rankmap" in script
     assert "SLURM_HOSTFILE" not in script
+
+
+@pytest.mark.parametrize("variant", ["global", r"global\+sums"])
+def test_multinode_cases_selects_just_the_values_it_is_given(variant, tmp_path):
+    """The one pattern by which the benchmarks and tests pick the multi-node check's cases
+    (localsite.benchrun.multinode_cases), on OCI's real listing: each value whole, so that
+    ``global`` does not pick ``global+sums`` nor ``nodes=2`` pick a 20."""
+    pattern = multinode_cases(repeat="0", variant=variant, launcher="srun", nodes="2")
+    done = reframe("oci", "-l", "-n", pattern, results=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    listed = re.findall(r"^- (MultiNodeRun .*)$", done.stdout, re.M)
+    want = variant.replace("\\", "")
+    assert listed, done.stdout[-2000:]
+    for name in listed:
+        params = dict(re.findall(r"%([\w.]+)=(\S+)", name))
+        assert (params["repeat"], params["variant"], params["launcher_kind"]) == (
+            "0",
+            want,
+            "srun",
+        ), name
+        assert params["prepared.nodes"] == "2", name
 
 
 @pytest.mark.parametrize("site", sorted(SITE_FACTS))

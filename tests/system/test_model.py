@@ -16,12 +16,11 @@ import pytest
 
 from conftest import FABRIC_PROFILE as PROFILE
 from conftest import FEWER_STEPS, PYTHON, REPO, bench_cli, needs_root, run_env
+from localsite.benchrun import multinode_cases
 from topofoam.prediction import modelcheck
 from topofoam.prediction.model import FIT_SLACK
 
 pytestmark = needs_root
-
-SELECT = r"MultiNodeRun.*variant=(standard|local\+global).*launcher_kind=srun"
 
 
 def bench(results, partition, tag, *args, profile="none", repeats=1):
@@ -60,14 +59,14 @@ def measured(tmp_path_factory, emu_p2p):
     # master's CPU time (0.01 s resolution): 50 steps resolve it to about 20 %. Beyond one
     # node (2 and 4 ranks' worth of waiting on 2 cores, seconds a step) the test needs
     # calls, graphs and a step; 2 nodes its accuracy too (TWO_NODE_*), 4 nodes 3 steps.
-    one = SELECT + r".*%prepared.nodes=1\b"
+    one = multinode_cases(variant=r"standard|local\+global", launcher="srun", nodes="1")
     bench(results, "emu", "multinode", "-n", one, "-S", ONE_NODE_STEPS, profile=PROFILE)
-    two = SELECT + r".*%prepared.nodes=2\b"
+    two = multinode_cases(variant=r"standard|local\+global", launcher="srun", nodes="2")
     bench(
         results, "emu", "multinode", "-n", two, "-S", TWO_NODE_STEPS, profile=PROFILE,
         repeats=TWO_NODE_RUNS,
     )  # fmt: skip
-    four = SELECT + r".*%prepared.nodes=4\b"
+    four = multinode_cases(variant=r"standard|local\+global", launcher="srun", nodes="4")
     bench(results, "emu", "multinode", "-n", four, "-S", FEWER_STEPS, profile=PROFILE)
     return results
 

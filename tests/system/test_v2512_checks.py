@@ -12,6 +12,7 @@ import re
 import pytest
 
 from conftest import FEWER_STEPS, IS_ROOT, bench_cli, built_env
+from localsite.benchrun import multinode_cases
 
 VARIANTS = {"standard", "global", "local+global", "esi-nodecomms"}
 #: The multi-node check's: the sweeps' and the scalar sums along the schedule.
@@ -84,7 +85,7 @@ def test_esi_two_level_reductions_on_the_emulated_cluster(tmp_path_factory):
     the slow part: in stop 48's CI test_model.py's 2 ranks took 13 s, its 4 and 8 ranks
     164 s), on 3 steps (FEWER_STEPS)."""
     results = v2512_run(
-        tmp_path_factory, "emu", r"^MultiNodeRun.*launcher_kind=srun.*%prepared.nodes=[12]\b",
+        tmp_path_factory, "emu", multinode_cases(launcher="srun", nodes="1|2"),
         FEWER_STEPS,
     )  # fmt: skip
     rows = [r for r in perflog(results, "emu", "MultiNodeRun") if r["result"] == "pass"]
