@@ -144,7 +144,7 @@ def _why(case: dict) -> str:
     return f"{case['result']} in {case.get('fail_phase')}: {case.get('fail_reason')}"
 
 
-def _summarise(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
+def summarise_report(report: Path, exit_code: int) -> tuple[int, int, list[str]]:
     """(cases, cases not passed, a line per case not passed or passed only when rerun) from
     a ReFrame run report. With --max-retries the report holds one run per round, the first
     with every case, the later ones with the cases rerun: a case's outcome is its last."""
@@ -402,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
                 env=env,
                 cwd=paths.REPO,
             )
-            outcome[partition] = (*_summarise(report, done.returncode), report)
+            outcome[partition] = (*summarise_report(report, done.returncode), report)
             if not args.resume and outcome[partition][0]:  # a resumed run is only a part
                 estimate.record(
                     estimate.selection(partition, args),
@@ -743,7 +743,17 @@ def twin_command(args: argparse.Namespace) -> int:
             "-r", *args.reframe_args,
         ]  # fmt: skip
         print(f"bench: {' '.join(command[1:])} (results in {env['TOPOFOAM_RESULTS']})", flush=True)
-        return subprocess.run(command, env=env, cwd=paths.REPO).returncode
+        # ReFrame runs in a process group of its own, so that it hears one interrupt, ours,
+        # whether a Ctrl-C or a SIGTERM stopped us: it cancels its jobs while the twin's
+        # slurmctld still answers. Left running past the twin's stop, it would ask after its
+        # jobs for as long as the squeue wrapper waits.
+        reframe = subprocess.Popen(command, env=env, cwd=paths.REPO, process_group=0)
+        try:
+            return reframe.wait()
+        except KeyboardInterrupt:
+            reframe.send_signal(signal.SIGINT)
+            reframe.wait()
+            raise
     finally:
         t.stop()
         print(f"bench: removed the {args.site} twin")

@@ -68,7 +68,7 @@ def test_summary_counts_a_rerun_pass_and_names_it(tmp_path):
     ]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0, done.stdout  # AlwaysFails fails
-    cases, failures, lines = cli._summarise(report, done.returncode)
+    cases, failures, lines = cli.summarise_report(report, done.returncode)
     assert (cases, failures) == (2, 1), lines
     assert [line for line in lines if line.startswith("FAILED")] == [
         "FAILED AlwaysFails @default: fail in sanity: sanity error: fails by design"

@@ -6,12 +6,15 @@ import csv
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import FEWER_STEPS, REPO, bench_cli, built_env, free_port, needs_root
+from conftest import FEWER_STEPS, PYTHON, REPO, bench_cli, built_env, free_port, needs_root
+from localsite.benchrun import multinode_cases
 
 pytestmark = needs_root
 
@@ -109,7 +112,7 @@ def test_multinode_check_runs_on_the_twin(site, tmp_path):
     env = twin_env(tmp_path, "10.77.32")
     done = bench_cli(
         "twin", site, "run", "--openfoam", "v1912", "--",
-        "-n", r"MultiNodeRun%repeat=0.*%prepared.nodes=[12]\b", "-S", FEWER_STEPS,
+        "-n", multinode_cases(repeat="0", nodes="1|2"), "-S", FEWER_STEPS,
         env=env, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -146,7 +149,7 @@ def test_ocis_twin_runs_both_nps_partitions_with_open_mpi_5(tmp_path):
     env = twin_env(tmp_path, "10.77.33")
     done = bench_cli(
         "twin", "oci", "run", "--openfoam", "v2512", "--",
-        "-n", r"MultiNodeRun%repeat=0.*%prepared.nodes=2\b", "-S", FEWER_STEPS,
+        "-n", multinode_cases(repeat="0", nodes="2"), "-S", FEWER_STEPS,
         env=env, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -163,3 +166,31 @@ def test_ocis_twin_runs_both_nps_partitions_with_open_mpi_5(tmp_path):
             used = r["placement_used"]
             assert used == "block" if r["variant"] != "local+global" else used.startswith("split")
     assert not list((tmp_path / "run").glob("twin-*/state.json"))
+
+
+def test_a_stopped_twin_run_cancels_its_job_and_leaves_nothing_running(tmp_path):
+    """A SIGTERM (a batch job's end, an admin's kill) to ``bench twin SITE run`` while the
+    site's job runs on the twin: ReFrame hears it and cancels the job, the twin stops, and the
+    command ends in one line with 130, no traceback; no process of the run is left (ReFrame
+    left behind would ask the stopped slurmctld after its job for 10 minutes)."""
+    env = twin_env(tmp_path, "10.77.34")
+    case = multinode_cases(repeat="0", variant="standard", launcher="srun", nodes="1")
+    run = subprocess.Popen(
+        [PYTHON, "-m", "localsite.cli", "twin", "vsc5", "run", "--openfoam", "v1912", "--",
+         "-n", case, "-S", "MultiNodeRun.prerun_cmds=sleep 900"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    stage = tmp_path / "results" / "reframe" / "stage"
+    deadline = time.monotonic() + 900
+    while not list(stage.glob("*/*/*/MultiNodeRun_*/rfm_job.out")):  # the job has started
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(2)
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=180)
+    assert run.returncode == 130, out[-3000:] + err[-2000:]
+    assert err.strip().splitlines()[-1] == "bench: interrupted", err[-2000:]
+    assert "Traceback" not in out + err
+    assert "removed the vsc5 twin" in out
+    assert not list((tmp_path / "run").glob("twin-*/state.json"))
+    left = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True)
+    assert not left.stdout, left.stdout
