@@ -745,8 +745,7 @@ def twin_command(args: argparse.Namespace) -> int:
         print(f"bench: {' '.join(command[1:])} (results in {env['TOPOFOAM_RESULTS']})", flush=True)
         # ReFrame runs in a process group of its own, so that it hears one interrupt, ours,
         # whether a Ctrl-C or a SIGTERM stopped us: it cancels its jobs while the twin's
-        # slurmctld still answers. Left running past the twin's stop, it would ask after its
-        # jobs for as long as the squeue wrapper waits.
+        # slurmctld still answers and writes its run report, then the twin stops.
         reframe = subprocess.Popen(command, env=env, cwd=paths.REPO, process_group=0)
         try:
             return reframe.wait()
