@@ -4,6 +4,7 @@ own, with settings variables of its own, timed; and the screenings' controls, me
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,33 @@ def bench_run(results: Path, partition: str, tag: str, *reframe_args: str, **set
     return done, time.monotonic() - began
 
 
+def as_root(prog: str, what: str = "a twin") -> bool:
+    """Whether this runs as root; if not, says so in one line (twins and the emulated
+    cluster make network namespaces)."""
+    if os.geteuid() == 0:
+        return True
+    print(f"{prog}: {what} needs root -- run as root", file=sys.stderr)
+    return False
+
+
+def logged_run(command: list[str], env: dict, log: Path) -> tuple[int, float]:
+    """(exit status, seconds) of a command whose output goes to ``log``. An interrupt (Ctrl-C,
+    or a SIGTERM turned into one) is passed on as a SIGTERM, waited for (a twin stops
+    itself first) and raised again."""
+    began = time.monotonic()
+    with open(log, "w") as out:
+        child = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=paths.REPO
+        )
+        try:
+            child.wait()
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGTERM)
+            child.wait()
+            raise
+    return child.returncode, time.monotonic() - began
+
+
 def controls(
     prog: str,
     node: str,
@@ -57,8 +85,7 @@ def controls(
     ``faults``; each result (a dict with ``label`` and ``findings``, or ``error``) printed as
     it comes by ``show``, then the tally: false alarms, and whether ``node`` was named under
     each fault. Each run has a scratch folder of its own; root only (the emulated cluster)."""
-    if os.geteuid() != 0:
-        print(f"{prog}: the emulated cluster needs root -- run as root", file=sys.stderr)
+    if not as_root(prog, "the emulated cluster"):
         return 2
     labels = ", ".join(label for label, _ in faults)
     print(f"{prog}: {unchanged} unchanged runs, then {node} with {labels}", flush=True)

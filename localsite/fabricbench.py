@@ -13,13 +13,12 @@ Root only (namespaces, tc). Run it with nothing else on the machine: it is a tim
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from localsite.benchrun import bench_run
+from localsite.benchrun import as_root, bench_run
 from topofoam.config import fabric, settings
 from topofoam.results import perflog
 
@@ -56,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profiles", default="vsc5x100,hpc2x100,vsc5x40")
     p.add_argument("--times", type=int, default=3)
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("fabricbench: the emulated cluster needs root -- run as root", file=sys.stderr)
+    if not as_root("fabricbench", "the emulated cluster"):
         return 2
     try:
         profiles = [fabric.profile(n) for n in args.profiles.split(",") if n]

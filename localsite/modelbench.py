@@ -14,13 +14,12 @@ Run it with nothing else on the machine: it is a timing.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from localsite.benchrun import bench_run, multinode_cases
+from localsite.benchrun import as_root, bench_run, multinode_cases
 from topofoam.config import fabric, settings
 from topofoam.prediction import modelcheck
 
@@ -36,8 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="repeats of every run (at least 4)")
     p.add_argument("--results", type=Path, help="results folder (default: a new one)")
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("modelbench: the emulated cluster needs root -- run as root", file=sys.stderr)
+    if not as_root("modelbench", "the emulated cluster"):
         return 2
     try:
         if fabric.profile(args.profile) is None:

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 
 from localsite import meminfo, twin
-from localsite.benchrun import multinode_cases
+from localsite.benchrun import as_root, logged_run, multinode_cases
 from topofoam import paths
 from topofoam.results import perflog
 
@@ -101,8 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--launcher", default="srun", choices=("srun", "mpirun"))
     p.add_argument("--results", type=Path, help="results folder (default: a new one)")
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("scalebench: a twin needs root -- run as root", file=sys.stderr)
+    if not as_root("scalebench"):
         return 2
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     parts = twin.partitions(twin.load_site(args.site))
@@ -136,25 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     since = time.strftime("%Y-%m-%dT%H:%M:%S")  # a results folder may hold earlier runs
     peak = Peak()
     peak.start()
-    began = time.monotonic()
     log = results / "bench.log"
     results.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as out:
-        child = subprocess.Popen(
-            command,
-            env=dict(os.environ, TOPOFOAM_RESULTS=str(results)),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=paths.REPO,
-        )
-        try:
-            child.wait()
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the twin stops itself first
-            child.send_signal(signal.SIGTERM)
-            child.wait()
-            print(f"scalebench: interrupted; the twin stopped; log {log}", file=sys.stderr)
-            return 130
-    took = time.monotonic() - began
+    try:
+        code, took = logged_run(command, dict(os.environ, TOPOFOAM_RESULTS=str(results)), log)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the twin stopped itself first
+        print(f"scalebench: interrupted; the twin stopped; log {log}", file=sys.stderr)
+        return 130
     peak.done.set()
     peak.join()
     rows = show(results / "perflogs" / args.site, ranks, since)
@@ -167,11 +153,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line.strip()}")
     print(
         f"scalebench: {ranks} ranks on {args.nodes} {args.site} twin nodes, {args.openfoam}: "
-        f"{len(rows)} run(s) logged, exit {child.returncode}, {took / 60:.1f} min, memory peak "
+        f"{len(rows)} run(s) logged, exit {code}, {took / 60:.1f} min, memory peak "
         f"{peak.peak:,} MiB above the start; log {log}",
         flush=True,
     )
-    return child.returncode
+    return code
 
 
 if __name__ == "__main__":

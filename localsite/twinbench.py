@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from localsite import twin
+from localsite.benchrun import as_root, logged_run
 from localsite.cli import summarise_report
 from localsite.scalebench import Peak
 from topofoam import paths
@@ -51,19 +52,9 @@ def checks(site: str) -> list[str]:
 
 
 def timed(say: str, command: list[str], env: dict, log: Path) -> tuple[int, float]:
-    """(exit status, seconds) of a command whose output goes to log."""
+    """(exit status, seconds) of a command whose output goes to log, said first."""
     print(f"twinbench: {say} (log {log})", flush=True)
-    began = time.monotonic()
-    with open(log, "w") as out:
-        child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                 cwd=paths.REPO)  # fmt: skip
-        try:
-            child.wait()
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a twin stops itself first
-            child.send_signal(signal.SIGTERM)
-            child.wait()
-            raise
-    return child.returncode, time.monotonic() - began
+    return logged_run(command, env, log)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nodes", type=int, default=2, help="twin nodes per partition")
     p.add_argument("--results", type=Path, help="results folder (default: a new one)")
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("twinbench: a twin needs root -- run as root", file=sys.stderr)
+    if not as_root("twinbench"):
         return 2
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     results = args.results or Path(tempfile.mkdtemp(prefix=f"twinbench-{args.site}-"))
@@ -94,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         str(paths.REPO / "bench"), "twin", args.site, "run", "--nodes", str(args.nodes),
         "--openfoam", args.openfoam, "--", *(a for n in names for a in ("-n", f"{n}@0")),
         "--report-file", str(report), "--max-retries", str(RETRIES),
+        # The screenings take the site's largest node count, more than a twin has: every
+        # idle node of the twin instead (the checks' own switch, 0)
+        "-S", "FabricScreening.screen_nodes=0", "-S", "NodeScreening.screen_nodes=0",
     ]  # fmt: skip
     peak = Peak()
     peak.start()

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 
+from localsite.benchrun import BENCH, as_root
 from topofoam import paths
-
-BENCH = str(paths.REPO / "bench")
 
 
 def _session(tag: str, fraction: float | None, record: bool = False) -> dict:
@@ -115,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--together", type=int, default=3, help="sessions of one state judged as one")
     p.add_argument("--fractions", default="0.86", help="CPU quotas (0.86: the solver about +15 %%)")
     args = p.parse_args(argv)
-    if os.geteuid() != 0:
-        print("validatebench: the CPU quota needs root -- run as root", file=sys.stderr)
+    if not as_root("validatebench", "the CPU quota"):
         return 2
     stamp = time.strftime("%Y%m%dT%H%M%S")
     print(f"validatebench: results under {paths.results_dir()}, tags {stamp}-*", flush=True)
