@@ -29,6 +29,7 @@ from localsite.benchrun import as_root, logged_run
 from localsite.cli import summarise_report
 from localsite.scalebench import Peak
 from topofoam import paths
+from topofoam.validation import screening
 
 #: A rerun of a failed case (Open MPI 4.1's start-up race under srun meets a site's ranks
 #: per node far more often than 8 ranks), each named in the output.
@@ -63,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("site", choices=twin.SITES)
     p.add_argument("openfoam", choices=sorted(twin.STAND_INS), help="the build that runs")
-    p.add_argument("--nodes", type=int, default=2, help="twin nodes per partition")
+    p.add_argument(
+        "--nodes",
+        type=int,
+        default=screening.MIN_NODES,
+        help=f"twin nodes a partition (default {screening.MIN_NODES}: the screenings' least)",
+    )
     p.add_argument("--results", type=Path, help="results folder (default: a new one)")
     args = p.parse_args(argv)
     if not as_root("twinbench"):
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         "--openfoam", args.openfoam, "--", *(a for n in names for a in ("-n", f"{n}@0")),
         "--report-file", str(report), "--max-retries", str(RETRIES),
         # The screenings take the site's largest node count, more than a twin has: every
-        # idle node of the twin instead (the checks' own switch, 0)
+        # idle node of the twin instead (the checks' own switch, 0), 3 at least
         "-S", "FabricScreening.screen_nodes=0", "-S", "NodeScreening.screen_nodes=0",
     ]  # fmt: skip
     peak = Peak()
