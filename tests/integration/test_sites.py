@@ -262,6 +262,35 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
     assert "SLURM_HOSTFILE" not in script
 
 
+def test_a_twins_every_check_run_selects_every_registered_check():
+    """localsite.twinbench runs the first case of each check ReFrame lists for a site: that
+    list holds every check class the check files register (read from their source, not from
+    ReFrame) but those that ask for stock OpenFOAM (``-reduction-schedule``), which no
+    cluster site file has, so no other check is left out of a twin's full run."""
+    import ast
+
+    from localsite import twinbench
+    from topofoam.checks import checkfiles
+
+    def stock_only(check: ast.ClassDef) -> bool:
+        return any(
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", "") == "valid_prog_environs" for t in node.targets)
+            and "-reduction-schedule" in ast.unparse(node.value)
+            for node in check.body
+        )
+
+    registered, stock = set(), set()
+    for path, tree in checkfiles._parsed(REPO / "reframe").items():
+        if tree is None or path.parent.name != "reframe":
+            continue
+        for check in checkfiles._registered(tree):
+            (stock if stock_only(check) else registered).add(check.name)
+    assert registered and stock, (registered, stock)
+    for site in ("vsc5", "hpc2", "oci"):
+        assert set(twinbench.checks(site)) == registered, site
+
+
 @pytest.mark.parametrize("variant", ["global", r"global\+sums"])
 def test_multinode_cases_selects_just_the_values_it_is_given(variant, tmp_path):
     """The one pattern by which the benchmarks and tests pick the multi-node check's cases
