@@ -743,14 +743,16 @@ def twin_command(args: argparse.Namespace) -> int:
             "-r", *args.reframe_args,
         ]  # fmt: skip
         print(f"bench: {' '.join(command[1:])} (results in {env['TOPOFOAM_RESULTS']})", flush=True)
-        # ReFrame runs in a process group of its own, so that it hears one interrupt, ours,
-        # whether a Ctrl-C or a SIGTERM stopped us: it cancels its jobs while the twin's
-        # slurmctld still answers and writes its run report, then the twin stops.
+        # ReFrame runs in a process group of its own, so that it hears one stop, ours, whether
+        # a Ctrl-C or a SIGTERM stopped us: a SIGTERM, on which it aborts its cases, cancels
+        # their jobs while the twin's slurmctld still answers and writes its run report; then
+        # the twin stops. Not a SIGINT: under nohup or a batch job's shell the ReFrame process
+        # starts with SIGINT ignored and would never end.
         reframe = subprocess.Popen(command, env=env, cwd=paths.REPO, process_group=0)
         try:
             return reframe.wait()
         except KeyboardInterrupt:
-            reframe.send_signal(signal.SIGINT)
+            reframe.send_signal(signal.SIGTERM)
             reframe.wait()
             raise
     finally:

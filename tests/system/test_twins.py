@@ -170,16 +170,18 @@ def test_ocis_twin_runs_both_nps_partitions_with_open_mpi_5(tmp_path):
 
 
 def test_a_stopped_twin_run_cancels_its_job_and_leaves_nothing_running(tmp_path):
-    """A SIGTERM (a batch job's end, an admin's kill) to ``bench twin SITE run`` while the
-    site's job runs on the twin: ReFrame's run report keeps what finished (the fixtures passed)
-    and the job as aborted, the twin stops, and the command ends in one line with 130, no
-    traceback; no process of the run is left."""
+    """A SIGTERM (a batch job's end, an admin's kill) to ``bench twin SITE run`` started as
+    nohup and batch shells start it, SIGINT ignored, while the site's job runs on the twin:
+    ReFrame's run report keeps what finished (the fixtures passed) and the job as aborted,
+    the twin stops, and the command ends in one line with 130, no traceback; no process of
+    the run is left."""
     env = twin_env(tmp_path, "10.77.34")
     case = multinode_cases(repeat="0", variant="standard", launcher="srun", nodes="1")
     run = subprocess.Popen(
         [PYTHON, "-m", "localsite.cli", "twin", "vsc5", "run", "--openfoam", "v1912", "--",
          "-n", case, "-S", "MultiNodeRun.prerun_cmds=sleep 900"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip
     stage = tmp_path / "results" / "reframe" / "stage"
     deadline = time.monotonic() + 900
