@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             per_check[line.split()[1]] += 1
     for name in names:
         print(f"  {name:<22} {'FAILED' if per_check[name] else 'passed'}")
-    for line in lines:
-        print(f"  {line[:300]}")
+    for line in lines:  # a reason may hold a command's whole output: one line each
+        print(f"  {' '.join(line.split())[:300]}")
     plan = (results / "plan.log").read_text().splitlines()
     planned = next((ln for ln in plan if re.match(r"plan: \d+ jobs planned", ln)), "no plan")
     print(
