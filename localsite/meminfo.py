@@ -3,6 +3,7 @@ RealMemory, the ranks a twin can hold, and the scale runs' memory peak."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 MEMINFO = Path("/proc/meminfo")
@@ -28,3 +29,17 @@ def used_mib() -> int:
     """What is in use (MemTotal - MemAvailable), in MiB."""
     fields = meminfo_mib()
     return fields["MemTotal"] - fields.get("MemAvailable", 0)
+
+
+class Peak(threading.Thread):
+    """The highest memory use above the start's, sampled every second while it runs."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.base = used_mib()
+        self.peak = 0
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.wait(1.0):
+            self.peak = max(self.peak, used_mib() - self.base)

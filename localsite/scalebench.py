@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,20 +32,6 @@ from topofoam.results import perflog
 RETRIES = 2
 #: The check's node counts (PreparedCavityRanks.nodes): the twin must have as many.
 NODE_COUNTS = (2, 4)
-
-
-class Peak(threading.Thread):
-    """The highest memory use above the start's, sampled every second while it runs."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.base = meminfo.used_mib()
-        self.peak = 0
-        self.done = threading.Event()
-
-    def run(self):
-        while not self.done.wait(1.0):
-            self.peak = max(self.peak, meminfo.used_mib() - self.base)
 
 
 def count(row: dict, name: str) -> str:
@@ -132,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     since = time.strftime("%Y-%m-%dT%H:%M:%S")  # a results folder may hold earlier runs
-    peak = Peak()
+    peak = meminfo.Peak()
     peak.start()
     log = results / "bench.log"
     results.mkdir(parents=True, exist_ok=True)

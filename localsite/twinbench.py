@@ -24,10 +24,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from localsite import twin
+from localsite import meminfo, twin
 from localsite.benchrun import as_root, logged_run
 from localsite.cli import summarise_report
-from localsite.scalebench import Peak
 from topofoam import paths
 from topofoam.validation import screening
 
@@ -38,14 +37,14 @@ RETRIES = 1
 
 def checks(site: str) -> list[str]:
     """The check classes the site file registers, from ReFrame's listing of it."""
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "reframe"), "-C", str(twin.site_file(site)),
-         "--system", site, "-c", "reframe", "-l"],
-        cwd=paths.REPO, capture_output=True, text=True, timeout=600,
-        env={"PATH": os.environ["PATH"], "HOME": tempfile.gettempdir(),
-             "TOPOFOAM_RESULTS": tempfile.mkdtemp(prefix="twinbench-list-"),
-             "SLURM_CONF": os.devnull},
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="twinbench-list-") as scratch:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "reframe"), "-C", str(twin.site_file(site)),
+             "--system", site, "-c", "reframe", "-l"],
+            cwd=paths.REPO, capture_output=True, text=True, timeout=600,
+            env={"PATH": os.environ["PATH"], "HOME": scratch, "TOPOFOAM_RESULTS": scratch,
+                 "SLURM_CONF": os.devnull},
+        )  # fmt: skip
     found = sorted(set(re.findall(r"^- (\w+)", done.stdout, re.M)))
     if done.returncode != 0 or not found:
         raise SystemExit(f"twinbench: ReFrame listed no checks of {site}:\n{done.stdout[-2000:]}")
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         # idle node of the twin instead (the checks' own switch, 0), 3 at least
         "-S", "FabricScreening.screen_nodes=0", "-S", "NodeScreening.screen_nodes=0",
     ]  # fmt: skip
-    peak = Peak()
+    peak = meminfo.Peak()
     peak.start()
     try:
         code, took = timed(
