@@ -312,6 +312,78 @@ def test_the_accuracy_verdict_is_the_measured_interval_against_the_stated_need(
         assert said.endswith("off by more than +-25 %")
 
 
+@pytest.mark.parametrize(
+    "ranks_per_node, cores, status",
+    [
+        (2, 2, "INCONCLUSIVE"),  # 4 ranks on 2 cores: each waits for a core, not judged
+        (1, 2, "PASS"),  # a core each
+        (2, None, "PASS"),  # a cluster: a core each
+        (64, 128, "PASS"),
+        (128, 128, "INCONCLUSIVE"),  # 256 ranks on one machine's 128 cores
+    ],
+)
+def test_the_accuracy_is_judged_only_where_each_rank_has_a_core(ranks_per_node, cores, status):
+    from topofoam.prediction import modelcheck
+    from topofoam.results.stats import summarise
+
+    m = summarise([0.98, 1.00, 1.03, 1.05])
+    line = modelcheck.Line(
+        "emu", "", "vsc5x100", "srun", "standard", 2, m.n, m.median, m.low, m.high,
+        0.95, 0.95 / m.median - 1, scale=modelcheck.Scale(ranks_per_node, "cavity2D"), cores=cores,
+    )  # fmt: skip
+    got, said = modelcheck.accuracy(line)
+    assert got == status, said
+    assert said.startswith(f"emu (vsc5x100), standard on 2 node(s) x {ranks_per_node}: ")
+    if status == "INCONCLUSIVE":
+        assert f"its {2 * ranks_per_node} ranks shared {cores} cores" in said
+
+
+def test_one_rank_a_node_is_predicted_from_the_one_node_run_of_as_many_ranks():
+    """OpenFOAM runs no single rank in parallel: 2 nodes x 1 rank take the one-node run of
+    2 ranks (the same decomposition); a series with its own one-node run keeps it."""
+    from collections import defaultdict
+
+    from topofoam.prediction import modelcheck
+
+    def series(rpn, case="cavity2D", launcher="srun"):
+        return ("emu", "env", "vsc5x100", launcher, modelcheck.Scale(rpn, case))
+
+    by = defaultdict(lambda: defaultdict(list))
+    by[series(2)]["standard", 1] = ["one node x 2"]
+    by[series(4)]["standard", 1] = ["one node x 4"]
+    by[series(1)]["standard", 2] = ["two nodes x 1"]
+    by[series(1)]["standard", 4] = ["four nodes x 1"]
+    by[series(1, launcher="mpirun")]["standard", 2] = ["mpirun: two nodes x 1"]
+    by[series(2)]["standard", 2] = ["two nodes x 2"]
+    assert modelcheck.one_node_rows(by, series(1), "standard", 2) == ["one node x 2"]
+    assert modelcheck.one_node_rows(by, series(1), "standard", 4) == ["one node x 4"]
+    assert modelcheck.one_node_rows(by, series(2), "standard", 2) == ["one node x 2"]
+    assert modelcheck.one_node_rows(by, series(1), "global", 2) == []  # no such variant
+    assert modelcheck.one_node_rows(by, series(1, launcher="mpirun"), "standard", 2) == []
+    assert modelcheck.one_node_rows(by, series(1, case="pitzDaily"), "standard", 2) == []
+
+
+def test_a_graph_a_later_run_at_another_scale_replaced_is_not_taken(tmp_path):
+    """The case run again at other ranks a node keeps its output folder: a commgraph.csv of
+    other ranks than the row's is refused, naming the file, and another repeat's is taken."""
+    from rankmap.graph import write_edges
+    from topofoam.prediction import modelcheck
+
+    replaced, own = tmp_path / "repeat0", tmp_path / "repeat1"
+    for folder, ranks in ((replaced, 2), (own, 4)):
+        folder.mkdir()
+        write_edges(grid(ranks, 1), folder / "commgraph.csv")
+    rows = [{"outputdir": str(replaced), "num_tasks": 4.0}, {"outputdir": str(own), "num_tasks": 4}]
+    graph, why = modelcheck.kept_graph(rows)
+    assert graph.n == 4 and why == ""
+    graph, why = modelcheck.kept_graph(rows[:1])
+    assert graph is None
+    assert why.startswith(f"{replaced / 'commgraph.csv'} is of 2 ranks, the runs had 4: ")
+    assert why.endswith("run the multinode check again")
+    graph, why = modelcheck.kept_graph([{"outputdir": str(own), "num_tasks": None}])
+    assert graph.n == 4  # not logged: the graph is all there is
+
+
 def test_the_step_clock_passes_the_log_and_times_its_steps(tmp_path):
     import subprocess
     import sys

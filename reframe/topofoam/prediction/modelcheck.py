@@ -5,7 +5,8 @@ node count, from one system's perflogs.
 
 For each partition, environment, fabric profile and launcher of the multi-node check
 (reframe/multinode.py), each variant's workload is its one-node runs (their median time per
-step and MPI calls per step, topofoam.prediction.model.Workload), the link costs are the p2p check's
+step and MPI calls per step, topofoam.prediction.model.Workload; for one rank a node, the
+one-node runs of as many ranks: one_node_rows), the link costs are the p2p check's
 round trips on that partition under the same fabric profile, and each node count's graph is
 the one its run kept (commgraph.csv in its output folder). Every (variant, nodes) gets the
 median measured time per step with its 95 % interval, the prediction and the error; the model
@@ -16,7 +17,9 @@ Beyond one node, each prediction is of a run the model did not see (it saw the o
 time and the p2p check's costs, and the run's own call counts and graph, not its time), and
 is judged against the model's stated accuracy (ACCURACY): within it (PASS) when the measured
 median's 95 % interval keeps the prediction within it, off (FAIL) when the interval keeps it
-beyond, else INCONCLUSIVE. ``--costs-under PROFILE`` prices every series with the p2p costs
+beyond, else INCONCLUSIVE. It is judged only where each rank had a core: ranks that share
+cores (an emulated cluster's) also wait for one, which the model does not price.
+``--costs-under PROFILE`` prices every series with the p2p costs
 measured under another fabric profile: calibrated on one fabric, tested on another.
 """
 
@@ -84,6 +87,16 @@ class Line:
     #: What ran: the case and the ranks a node (runs at two scales never share a line, and a
     #: site's prediction says at which scale it holds).
     scale: Scale | None = None
+    #: The cores the ranks shared (an emulated cluster's nodes share one machine's); None:
+    #: a core each, as on a cluster.
+    cores: int | None = None
+
+    @property
+    def shared_cores(self) -> bool:
+        """More ranks than cores: each waits for a core as well as for its messages."""
+        return bool(
+            self.cores and self.scale and self.nodes * self.scale.ranks_per_node > self.cores
+        )
 
 
 @dataclass(frozen=True, order=True)
@@ -116,15 +129,29 @@ def _series(row: dict) -> tuple:
     )
 
 
-def _graph(rows: list[dict]):
+def kept_graph(rows: list[dict]):
+    """The decomposition the runs kept (commgraph.csv in a run's output folder), or why none.
+    A case run again at other ranks a node (``-S PreparedCavityRanks.ranks_per_node=``) has
+    the same output folder, so a graph of other ranks than a row's is another run's."""
+    other = ""
     for row in rows:
         path = Path(row.get("outputdir") or "/nonexistent") / "commgraph.csv"
         if path.is_file():
             try:
-                return read_edges(path), ""
+                graph = read_edges(path)
             except InputError as e:
                 return None, str(e)
-    return None, "no run kept its commgraph.csv (run the multinode check again)"
+            try:
+                ranks = int(float(row.get("num_tasks") or graph.n))
+            except (TypeError, ValueError):  # not logged: the graph is all there is
+                ranks = graph.n
+            if graph.n == ranks:
+                return graph, ""
+            other = other or (
+                f"{path} is of {graph.n} ranks, the runs had {ranks}: a later run of the case "
+                f"at another scale replaced it -- run the multinode check again"
+            )
+    return None, other or "no run kept its commgraph.csv (run the multinode check again)"
 
 
 def partition_costs(
@@ -236,10 +263,23 @@ class Inputs:
     graph: object  # CommGraph of the runs on the node count
 
 
-def _inputs(runs: dict, variant: str, rows: list[dict]) -> tuple[Inputs | None, str]:
-    base_rows = runs.get((variant, 1))
-    graph, why_graph = _graph(rows)
-    base, why_base = _graph(base_rows or [])
+def one_node_rows(by: dict, series: tuple, variant: str, nodes: int) -> list[dict]:
+    """The one-node runs a (variant, nodes) of ``series`` is predicted from: its own series'
+    (the same ranks a node), else those of the series alike in all but its ranks a node,
+    whose one node held as many ranks as the ``nodes`` do (the same decomposition, spread
+    out: OpenFOAM runs no single rank in parallel, so one rank a node has no one-node run
+    of its own)."""
+    own = by[series].get((variant, 1))
+    scale = series[4]
+    if own or not scale.ranks_per_node:
+        return own or []
+    alike = (*series[:4], Scale(nodes * scale.ranks_per_node, scale.case))
+    return by.get(alike, {}).get((variant, 1)) or []
+
+
+def _inputs(base_rows: list[dict], rows: list[dict]) -> tuple[Inputs | None, str]:
+    graph, why_graph = kept_graph(rows)
+    base, why_base = kept_graph(base_rows or [])
     reason = (
         ("" if base_rows else "no one-node run of this variant to measure its work")
         or why_graph
@@ -326,9 +366,11 @@ def check(
                 None,
                 values=[r[MEASURE] for r in rows],
                 scale=series[4],
+                cores=machine.cores if machine else None,
             )
             lines.append(line)
-            inputs, reason = (None, why_not) if why_not else _inputs(runs, variant, rows)
+            base = one_node_rows(by, series, variant, nodes)
+            inputs, reason = (None, why_not) if why_not else _inputs(base, rows)
             if reason:
                 line.reason = reason
                 continue
@@ -342,6 +384,8 @@ def accuracy(line: Line, need: float = ACCURACY) -> tuple[str, str]:
     range below 6 repeats) puts the prediction within ``need`` of it, FAIL when every value
     puts it beyond, else INCONCLUSIVE (the interval reaches across: more repeats)."""
     what = f"{line.partition} ({line.fabric}), {line.variant} on {line.nodes} node(s)"
+    if line.scale and line.scale.ranks_per_node:
+        what += f" x {line.scale.ranks_per_node}"
     if line.predicted is None or not line.measured:
         return INCONCLUSIVE, f"{what}: no prediction to judge ({line.reason or 'no measurement'})"
     said = (
@@ -350,6 +394,12 @@ def accuracy(line: Line, need: float = ACCURACY) -> tuple[str, str]:
         f"({line.error * 100:+.0f} %, {line.repeats} run(s))"
     )
     bound = f"+-{need * 100:.0f} %"
+    if line.shared_cores:
+        ranks = line.nodes * line.scale.ranks_per_node
+        return INCONCLUSIVE, (
+            f"{said}: not judged -- its {ranks} ranks shared {line.cores} cores, whose waits "
+            f"the model does not price (it prices the links; a cluster gives a rank a core)"
+        )
     if line.low is None or line.high is None:
         return INCONCLUSIVE, f"{said}: 3 runs at least to judge it against {bound}"
     limit = math.log1p(need)
@@ -376,7 +426,7 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
         groups[(ln.partition, ln.environ, ln.fabric, ln.launcher, ln.scale, ln.nodes)][
             ln.variant
         ] = ln
-    for (part, _env, fabric, launcher, _scale, nodes), variants in sorted(groups.items()):
+    for (part, _env, fabric, launcher, scale, nodes), variants in sorted(groups.items()):
         std = variants.get("standard")
         if std is None or std.predicted is None:
             continue
@@ -403,7 +453,9 @@ def orderings(lines: list[Line], margin: float = 0.05) -> list[str]:
                     else "differs"
                 )
             out.append(
-                f"{part} ({fabric}, {launcher}), {nodes} node(s): {name} predicted {said} than "
+                f"{part} ({fabric}, {launcher}), {nodes} node(s)"
+                f"{f' x {scale.ranks_per_node}' if scale and scale.ranks_per_node else ''}: "
+                f"{name} predicted {said} than "
                 f"standard ({ratio:.2f}x), measured {seen}: {agree}"
             )
     return out
