@@ -281,10 +281,10 @@ def test_a_twins_every_check_run_selects_every_registered_check():
         )
 
     registered, stock = set(), set()
-    for path, tree in checkfiles._parsed(REPO / "reframe").items():
+    for path, tree in checkfiles.parsed(REPO / "reframe").items():
         if tree is None or path.parent.name != "reframe":
             continue
-        for check in checkfiles._registered(tree):
+        for check in checkfiles.registered_checks(tree):
             (stock if stock_only(check) else registered).add(check.name)
     assert registered and stock, (registered, stock)
     for site in ("vsc5", "hpc2", "oci"):

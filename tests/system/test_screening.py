@@ -25,6 +25,17 @@ SLOW = "node3"
 RATE = "200mbit"  # about 25 MB/s; the veths carry over 1,000 MB/s here
 
 
+def slow_share(cores: int, nodes: int = 4, of_peer: float = 0.75) -> float:
+    """TOPOFOAM_EMU_CPU's fraction of the machine's ``cores`` that leaves one node ``of_peer``
+    of the CPU time each of its peers gets, the nodes' probes (one solver each) running at
+    once: q = of_peer x min(1, (cores - q) / (nodes - 1)) cores."""
+    q = of_peer * cores / (nodes - 1 + of_peer)  # the peers share what q leaves
+    return (q if (cores - q) / (nodes - 1) < 1 else of_peer) / cores
+
+
+SLOW_SHARE = slow_share(os.cpu_count())
+
+
 def validate_emu(results, links="", cpu="", binds="", only="", profile="", latency=""):
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_EMU_LINKS=links)
     env.update(TOPOFOAM_EMU_CPU=cpu, TOPOFOAM_EMU_BIND=binds, TOPOFOAM_FABRIC=profile)
@@ -66,16 +77,19 @@ def test_the_cluster_as_it_is_passes(tmp_path):
 
 def test_a_slow_node_and_a_node_unlike_its_peers_are_named(tmp_path):
     """Two faults among four nodes, each named and the two healthy peers not: node3 under a
-    CPU quota of 0.8 (its processes share 80 % of this machine's cores' time: its solver
-    about 25 % slower), and node2 whose /proc/meminfo says half the memory (a DIMM or
-    channel missing: its fingerprint differs in one field)."""
+    CPU quota of 75 % of the share of the cores each peer has (the emulated nodes' probes
+    run at once: its solver about 33 % slower than theirs), and node2 whose /proc/meminfo says half the memory (a DIMM or channel missing:
+    its fingerprint differs in one field)."""
     real = Path("/proc/meminfo").read_text()
     total = int(re.search(r"^MemTotal:\s+(\d+)", real, re.M).group(1))
     meminfo = tmp_path / "meminfo"
     meminfo.write_text(re.sub(r"^MemTotal:\s+\d+", f"MemTotal: {total // 2}", real, flags=re.M))
     results = tmp_path / "results"
     done = validate_emu(
-        results, cpu=f"{SLOW}=0.8", binds=f"node2={meminfo}:/proc/meminfo", only="NodeScreening"
+        results,
+        cpu=f"{SLOW}={SLOW_SHARE:.4f}",
+        binds=f"node2={meminfo}:/proc/meminfo",
+        only="NodeScreening",
     )
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
     fail = [line for line in done.stdout.splitlines() if line.startswith("FAIL: NodeScreening")]

@@ -36,7 +36,7 @@ def _changes_tags(node: ast.AST) -> bool:
     return False
 
 
-def _parsed(folder: Path) -> dict[Path, ast.Module | None]:
+def parsed(folder: Path) -> dict[Path, ast.Module | None]:
     """Every Python file under folder, parsed once; None for one that does not parse."""
     trees = {}
     for file in sorted(folder.rglob("*.py")):
@@ -47,7 +47,7 @@ def _parsed(folder: Path) -> dict[Path, ast.Module | None]:
     return trees
 
 
-def _registered(tree: ast.Module) -> list[ast.ClassDef]:
+def registered_checks(tree: ast.Module) -> list[ast.ClassDef]:
     """The classes of a check file that ReFrame registers as checks."""
 
     def registers(decorator: ast.expr) -> bool:
@@ -106,7 +106,7 @@ def _mentions_simple_test(tree: ast.Module) -> int:
 def needed(tree: ast.Module | None, patterns: list[str]) -> bool:
     if tree is None:
         return True  # ReFrame says what is wrong with it
-    checks = _registered(tree)
+    checks = registered_checks(tree)
     if _mentions_simple_test(tree) > len(checks):
         return True  # registered some other way (rfm.simple_test(Cls), a nested class): unread
     for check in checks:
@@ -129,7 +129,7 @@ def for_tags(patterns: list[str], folder: Path = CHECKS) -> list[Path]:
             re.compile(pattern.removeprefix("!"))
     except re.error:
         return [folder]
-    trees = _parsed(folder)
+    trees = parsed(folder)
     if any(_changes_tags(node) for tree in trees.values() if tree for node in ast.walk(tree)):
         return [folder]
     files = [f for f, tree in trees.items() if f.parent == folder and needed(tree, patterns)]

@@ -352,9 +352,8 @@ NODE_MARGINS = {"s": 0.10, "MB/s": 0.10}
 #: round rather than the median). The memory bandwidth is a ceiling, taken as STREAM takes
 #: it, the best of the repeats: a channel down lowers every round, while the host of a
 #: virtual machine lowers it for seconds at a time (this one: to 57 from about 100 GB/s for
-#: some 10 s in every minute or two), which on an emulated partition, its nodes measured one
-#: after another, falls on one node's rounds and not its peers'. The solver's time is the
-#: median: a CPU that is capped some of the time is a fault.
+#: some 10 s in every minute or two), which falls on some rounds and not others. The solver's
+#: time is the median: a CPU that is capped some of the time is a fault.
 NODE_FIGURES = (
     ("solver_s", "s", "higher", "solver time", False),
     ("membw", "MB/s", "lower", "memory bandwidth", True),
