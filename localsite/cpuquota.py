@@ -45,6 +45,15 @@ def make(fraction: float, name: str) -> Path:
     return group
 
 
+def of_peers(share: float, nodes: int, cores: int | None = None) -> float:
+    """The fraction (``make``'s) that leaves one of ``nodes`` emulated nodes ``share`` of the
+    CPU time each of its peers gets, their probes running at once, one process each, on
+    this machine's ``cores``: q = share x min(1, (cores - q) / (nodes - 1)) cores."""
+    cores = cores or os.cpu_count() or 1
+    q = share * cores / (nodes - 1 + share)  # the peers share what q leaves them
+    return (q if (cores - q) / (nodes - 1) < 1 else share) / cores
+
+
 def enter(group: Path) -> None:
     """Put the calling process (and so all it starts later) into ``group``."""
     with open(group / "cgroup.procs", "w") as f:

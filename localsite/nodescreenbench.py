@@ -1,11 +1,11 @@
 """How far the node screening can be trusted on the emulated cluster (docs/timings.md).
 
-    python -m localsite.nodescreenbench [--unchanged 10] [--quotas 0.95,0.9,0.85,0.8]
+    python -m localsite.nodescreenbench [--unchanged 10] [--shares 0.95,0.9,0.85,0.8,0.75]
 
 runs NodeScreening (``./bench run --partition emu --tag screening -n NodeScreening``, 4
-emulated nodes) the ``--unchanged`` times with no fault (every finding there is a false
-alarm), then once with node3 under each CPU quota (TOPOFOAM_EMU_CPU: its processes share
-that fraction of the machine's cores' time), and prints per run the findings, node3's solver
+emulated nodes, measured at once) the ``--unchanged`` times with no fault (every finding
+there is a false alarm), then once with node3 under each CPU quota that leaves it that
+share of the CPU time each peer gets (TOPOFOAM_EMU_CPU, ``cpuquota.of_peers``), and prints per run the findings, node3's solver
 time against its peers' median, and what the rule resolved. Each run has a results folder
 of its own under a scratch folder. Root only. Run it with nothing else on the machine: it is
 a timing.
@@ -19,6 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from localsite import cpuquota
 from localsite.benchrun import bench_run, controls
 
 NODE = "node3"
@@ -54,10 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m localsite.nodescreenbench", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("--unchanged", type=int, default=10)
-    p.add_argument("--quotas", default="0.95,0.9,0.85,0.8")
+    p.add_argument("--shares", default="0.95,0.9,0.85,0.8,0.75")
     args = p.parse_args(argv)
     faults = [
-        (f"quota {q}", {"TOPOFOAM_EMU_CPU": f"{NODE}={q}"}) for q in args.quotas.split(",") if q
+        (f"share {q}", {"TOPOFOAM_EMU_CPU": f"{NODE}={cpuquota.of_peers(float(q), 4):.4f}"})
+        for q in args.shares.split(",")
+        if q
     ]
     return controls("nodescreenbench", NODE, args.unchanged, faults, _run, _show)
 

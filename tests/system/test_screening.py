@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHON, REPO, needs_root
+from localsite import cpuquota
 from topofoam.config import fabric
 
 pytestmark = needs_root
@@ -24,16 +25,9 @@ pytestmark = needs_root
 SLOW = "node3"
 RATE = "200mbit"  # about 25 MB/s; the veths carry over 1,000 MB/s here
 
-
-def slow_share(cores: int, nodes: int = 4, of_peer: float = 0.75) -> float:
-    """TOPOFOAM_EMU_CPU's fraction of the machine's ``cores`` that leaves one node ``of_peer``
-    of the CPU time each of its peers gets, the nodes' probes (one solver each) running at
-    once: q = of_peer x min(1, (cores - q) / (nodes - 1)) cores."""
-    q = of_peer * cores / (nodes - 1 + of_peer)  # the peers share what q leaves
-    return (q if (cores - q) / (nodes - 1) < 1 else of_peer) / cores
-
-
-SLOW_SHARE = slow_share(os.cpu_count())
+#: TOPOFOAM_EMU_CPU's fraction that leaves node3 75 % of the CPU time each of its 3 peers
+#: gets (the emulated nodes' probes run at once): its solver about 33 % slower.
+SLOW_SHARE = cpuquota.of_peers(0.75, nodes=4)
 
 
 def validate_emu(results, links="", cpu="", binds="", only="", profile="", latency=""):
