@@ -8,8 +8,8 @@ link between nodes), then the multi-node check on ``emu`` under the profile, lau
 ``--repeats`` times, at 2 ranks a node and on 2 nodes of one rank (a core each: the runs
 whose accuracy is judged); then ``python -m topofoam.prediction.modelcheck`` on its
 perflogs: measured and predicted time per step per variant and node count, the error,
-whether the model orders the variants as the measurements do, and how long the model took. Root only (namespaces, tc).
-Run it with nothing else on the machine: it is a timing.
+whether the model orders the variants as the measurements do, and how long the model took.
+Root only (namespaces, tc). Run it with nothing else on the machine: it is a timing.
 """
 
 from __future__ import annotations

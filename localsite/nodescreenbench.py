@@ -5,8 +5,9 @@
 runs NodeScreening (``./bench run --partition emu --tag screening -n NodeScreening``, 4
 emulated nodes, measured at once) the ``--unchanged`` times with no fault (every finding
 there is a false alarm), then once with node3 under each CPU quota that leaves it that
-share of the CPU time each peer gets (TOPOFOAM_EMU_CPU, ``cpuquota.of_peers``), and prints per run the findings, node3's solver
-time against its peers' median, and what the rule resolved. Each run has a results folder
+share of the CPU time each peer gets (TOPOFOAM_EMU_CPU, ``cpuquota.of_peers``), and
+prints per run the findings, node3's solver time against its peers' median, and what the
+rule resolved. Each run has a results folder
 of its own under a scratch folder. Root only. Run it with nothing else on the machine: it is
 a timing.
 """
