@@ -444,11 +444,12 @@ class NodeScreening(rfm.RunOnlyRegressionTest, Screened):
         # Declared cores that are not this node's own (an emulated or twin node): the probe
         # takes the cores its task may use; an emulated node one, its peers measured at the
         # same time on the machine's other cores.
-        cores = extras.get("cores") if extras.get("declared_is_real", True) else 0
         if extras.get("emulated"):
             cores = 1
-        if cores and not extras.get("emulated"):
-            self.num_cpus_per_task = int(cores)
+        else:
+            cores = extras.get("cores") if extras.get("declared_is_real", True) else 0
+            if cores:
+                self.num_cpus_per_task = int(cores)
         # Quoted: ReFrame writes the command line as it is, and a results folder may hold
         # spaces.
         solver = (

@@ -115,7 +115,7 @@ def test_a_rank_that_dies_ends_its_step_at_once(cluster, hello):
     assert took < 60, (took, done.stderr)
 
 
-def test_squeue_waits_for_a_starved_slurmctld(cluster):
+def test_squeue_waits_for_a_starved_slurmctld(cluster, tmp_path):
     """ReFrame's squeue scheduler takes a job squeue does not list as finished. While
     slurmctld cannot answer (stopped here; starved of the cores by a twin's 128 ranks there),
     Slurm's own squeue fails and lists nothing; the cluster's squeue (localsite/clients)
@@ -126,7 +126,8 @@ def test_squeue_waits_for_a_starved_slurmctld(cluster):
         env, PATH=os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if "clients" not in p)
     )
     job = subprocess.run(
-        ["sbatch", "--parsable", "-N", "1", "--wrap", "sleep 300"],
+        ["sbatch", "--parsable", "-N", "1", f"--output={tmp_path / 'sleep.out'}",
+         "--wrap", "sleep 300"],
         env=env, capture_output=True, text=True, timeout=60, check=True,
     ).stdout.strip()  # fmt: skip
     ctld = cluster.running()["slurmctld"]

@@ -9,6 +9,7 @@ BIOS NUMA setting or cores changed."""
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -160,17 +161,25 @@ def baseline(tmp_path_factory):
     return results
 
 
-def test_a_slower_machine_fails_the_verdict_naming_the_solver(baseline):
+@pytest.fixture(scope="module")
+def slower(baseline):
+    """A session on half the CPU time, the solver only, judged against the baseline: (the
+    run, its verdict, its report), kept as they were (later sessions write over both). The
+    one-session control below and the baseline of sessions' refusal share it."""
     done = validate(baseline, "slower", quota=QUOTA, reframe_args=only("SolverValidation"))
+    report = baseline / "report" / "local-validate" / "report.md"
+    return done, verdict_of(baseline), report.read_text() if report.exists() else ""
+
+
+def test_a_slower_machine_fails_the_verdict_naming_the_solver(baseline, slower):
+    done, verdict, report = slower
     assert done.returncode == 1, shown(done)
-    verdict = verdict_of(baseline)
     assert verdict["verdict"] == "FAIL"
     solver = judgement(verdict, "SolverValidation", "wall")
     assert solver["status"] == "FAIL" and solver["ratio"] > 1.15, solver
     assert "FAIL: SolverValidation on local:cpu: wall of laplacianFoam/" in done.stdout
     # The report opens with the verdict; ./bench validate writes its own, beside (not over)
     # the main job's report (issue 56).
-    report = (baseline / "report" / "local-validate" / "report.md").read_text()
     assert not (baseline / "report" / "local").exists()
     assert report.index("Validation verdict: FAIL") < report.index("Summary")
     # The regression verdict between the two sessions names it too, and what changed.
@@ -347,6 +356,26 @@ def record_sessions(results, tags, out):
     )  # fmt: skip
 
 
+def record_healthy(results, tags, out, *, again=2):
+    """record_sessions as its refusal advises an admin: a fault-free session it refuses as
+    degraded is validated again and the record retried with the new session in its place,
+    ``again`` times at most. This VM's host slows now and then for a minute (a CI's eighth
+    base session came out 13 % slower than the other seven, which spread 3 %), and a
+    baseline must be healthy; the refusals are printed, and the tags recorded returned."""
+    tags = list(tags)
+    for n in range(again + 1):
+        done = record_sessions(results, tags, out)
+        named = re.search(r"tag=(base-[^,)]+)", done.stderr)
+        if done.returncode != 2 or not named or named[1] not in tags or n == again:
+            return done, tags
+        print(f"record refused, validated again: {done.stderr.strip()}")
+        tag = f"{named[1]}-again"
+        rerun = validate(results, tag, reframe_args=only("SolverValidation"))
+        assert rerun.returncode in (0, 1, 3), shown(rerun)
+        tags[tags.index(named[1])] = tag
+    return done, tags
+
+
 def among(prefix):
     """ReFrame's query for the sessions of ORDER whose tag begins with ``prefix``."""
     return f"?tag in {tuple(t for t in ORDER if t.startswith(prefix))!r}"
@@ -364,29 +393,31 @@ def judge_session(results, expectations, query, *, together=False):
 
 
 def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_rest(
-    solver_sessions, tmp_path
+    slower, solver_sessions, tmp_path
 ):
     """Issue 54: a baseline of three real sessions; a fourth on half the CPU time, offered
     as part of it, is refused, named; the same session judged against the three FAILs its
     solver, each line saying what it detects."""
     # The solver only: this machine's shared-memory fabric has two states 4 to 5 times apart
     # (docs/checks.md), and a session in the other state is, rightly, refused as part of a
-    # baseline (seen in a CI); the control here is the solver's.
+    # baseline (seen in a CI); the control here is the solver's. The slower session ran
+    # first, so the refusal, which names the first degraded session, names it.
     results = solver_sessions
-    slow = validate(results, "slow-base", quota=QUOTA, reframe_args=only("SolverValidation"))
+    slow, _, _ = slower
     assert slow.returncode in (1, 3), shown(slow)
     out = tmp_path / "sessions.yaml"
-    refused = record_sessions(results, (*BASE[:3], "slow-base"), out)
+    refused = record_sessions(results, (*BASE[:3], "slower"), out)
     assert refused.returncode == 2 and not out.exists(), refused.stdout + refused.stderr
     assert (
-        "slow-base" in refused.stderr and "slower than the other sessions' median" in refused.stderr
+        "tag=slower" in refused.stderr
+        and "slower than the other sessions' median" in refused.stderr
     )
     assert len(refused.stderr.strip().splitlines()) == 1
-    taken = record_sessions(results, BASE[:3], out)
+    taken, _ = record_healthy(results, BASE[:3], out)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     entries = yaml.safe_load(out.read_text())["expectations"]
     assert entries and all(len(e["sessions"]) == 3 for e in entries)
-    judged, solver = judge_session(results, out, '?tag=="slow-base"')
+    judged, solver = judge_session(results, out, '?tag=="slower"')
     assert judged.returncode == 1, judged.stdout + judged.stderr
     assert solver["status"] == "FAIL" and "median of 3 sessions" in solver["expected"], solver
     assert solver["detectable"].startswith("+"), solver
@@ -401,7 +432,7 @@ def test_a_15_percent_slower_solver_fails_beside_unchanged_sessions_that_pass(
     FAIL, named."""
     results = solver_sessions
     out = tmp_path / "eight.yaml"
-    taken = record_sessions(results, BASE, out)
+    taken, _ = record_healthy(results, BASE, out)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     (wall,) = [e for e in yaml.safe_load(out.read_text())["expectations"] if e["metric"] == "wall"]
     assert wall["margin"] == 0.1 and len(wall["sessions"]) == 8, wall
