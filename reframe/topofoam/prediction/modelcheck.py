@@ -57,11 +57,13 @@ PASS, FAIL, INCONCLUSIVE = stats.PASS, stats.FAIL, stats.INCONCLUSIVE
 #: quarter is the least that changes a choice (seed 002's node-hours differ by more between
 #: its configurations); it is no claim about gains smaller than that.
 ACCURACY = 0.25
-#: Why an emulated partition's runs without a fabric profile are not predicted, and what to run.
+#: Why an emulated partition's runs without a fabric profile are not predicted, and what to run:
+#: the links under a profile, and in the same run (one report) the cpu partition's p2p, which
+#: times the levels inside a node (emu's p2p times only the links between its nodes).
 NO_PROFILE = (
     "the emulated links had no fabric profile, so the p2p check did not time them -- to "
-    "predict, run with one: TOPOFOAM_FABRIC=vsc5x100 ./bench run --partition emu "
-    "--tag 'multinode|p2p'"
+    "predict, run with one: TOPOFOAM_FABRIC=vsc5x100 ./bench run --partition cpu "
+    "--partition emu --tag 'multinode|p2p'"
 )
 #: wall-clock time per step (topofoam.jobs.stepclock): what the model predicts
 MEASURE = "wall_per_step"
