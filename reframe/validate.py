@@ -470,20 +470,17 @@ class NodeScreening(rfm.RunOnlyRegressionTest, Screened):
             # machine's cores, evenly, and whatever slows the machine for a while (its
             # host's memory bandwidth dips for seconds) slows every node's run alike, and
             # cancels. One after another, such a dip fell on one node's run: their rounds
-            # spread by 10 to 30 %, more than the faults sought. Each node's probe measures
-            # on one of the machine's CPUs in turn (--cpu): left to float, 4 probes on 2
-            # cores got uneven shares (a round's peers 5.9 to 7.4 s, a CI's "noise alone"
-            # 47 %); pinned, the probes on a CPU share it evenly.
+            # spread by 10 to 30 %, more than the faults sought.
             from reframe.core.backends import getlauncher
 
             self.job.launcher = getlauncher("local")()
             line = " ".join(probe)
             loop = (
-                f"for r in $(seq 1 {self.rounds}); do pids=; i=0; "
+                f"for r in $(seq 1 {self.rounds}); do pids=; "
                 f'extra=; [ "$r" = 1 ] && extra=--fingerprint; '
                 f'for h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do '
-                f'srun -w "$h" -N1 -n1 {line} --cpu $i --round-from $r '
-                f'--rounds 1 $extra & pids="$pids $!"; i=$((i + 1)); done; '
+                f'srun -w "$h" -N1 -n1 {line} --round-from $r --rounds 1 $extra & '
+                f'pids="$pids $!"; done; '
                 f"for p in $pids; do wait $p || exit 1; done; done"
             )
             self.executable = "bash"

@@ -164,28 +164,3 @@ def test_a_bimodal_figure_widens_the_rule_instead_of_naming_a_healthy_node():
     found = screening.screen_nodes(rounds)
     assert found.outliers == []
     assert found.distance["memory bandwidth"][0] > 0.5
-
-
-@pytest.mark.parametrize("index", [0, 1, 5])
-def test_a_probe_pinned_by_index_runs_on_that_cpu_of_its_task_alone(index):
-    """Emulated nodes measured at once each pin their probe (--cpu i) to the task's CPUs in
-    turn, modulo their count: in a real process, its affinity afterwards is that one CPU."""
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import os; from topofoam.jobs import nodeprobe; "
-        f"print(nodeprobe.pin({index}), *sorted(os.sched_getaffinity(0)))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    chosen, *now = map(int, done.stdout.split())
-    allowed = sorted(os.sched_getaffinity(0))
-    assert chosen == allowed[index % len(allowed)] and now == [chosen]
-
-
-def test_a_negative_cpu_index_is_refused():
-    from topofoam.jobs import nodeprobe
-
-    with pytest.raises(nodeprobe.ProbeError, match="--cpu -1: 0 or more"):
-        nodeprobe.pin(-1)

@@ -1,7 +1,7 @@
 """What one node does, to be set beside its peers: the node screening's probe.
 
     python -m topofoam.jobs.nodeprobe --case DIR --solver laplacianFoam --ranks R \
-        [--rounds N] [--round-from K] [--fingerprint] [--cpu C]
+        [--rounds N] [--round-from K] [--fingerprint]
 
 run on every node of an allocation (NodeScreening: all at once, or one node after another
 where the nodes share cores), it measures in each round, on ``R`` cores at once:
@@ -122,18 +122,6 @@ def solver_time(case: Path, solver: str, ranks: int, scratch: Path) -> float:
     return statistics.median(walls)
 
 
-def pin(index: int) -> int:
-    """Run this process and its children on the task's CPU number ``index`` (modulo their
-    count) alone; the CPU's number. Emulated nodes measured at once share the machine's
-    cores, and probes left to float got uneven shares of them."""
-    if index < 0:
-        raise ProbeError(f"--cpu {index}: 0 or more")
-    cpus = sorted(os.sched_getaffinity(0))
-    cpu = cpus[index % len(cpus)]
-    os.sched_setaffinity(0, {cpu})
-    return cpu
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m topofoam.jobs.nodeprobe")
     p.add_argument("--case", type=Path, required=True, help="a prepared case (its root)")
@@ -144,13 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--round-from", type=int, default=1, help="the first round's number")
     p.add_argument("--fingerprint", action="store_true")
-    p.add_argument(
-        "--cpu",
-        type=int,
-        help="measure on the task's CPU number CPU modulo their count only (emulated nodes "
-        "sharing the machine's cores: probes left to float got uneven shares of them); the "
-        "fingerprint sees the whole task",
-    )
     args = p.parse_args(argv)
     host = socket.gethostname()
     try:
@@ -166,8 +147,6 @@ def main(argv: list[str] | None = None) -> int:
             raise ProbeError(f"{args.solver} is not on PATH -- load the OpenFOAM environment")
         if args.fingerprint:
             print(f"nodeprint {host} {json.dumps(fingerprint.probe(), sort_keys=True)}")
-        if args.cpu is not None:
-            pin(args.cpu)
         base = os.environ.get("TMPDIR") or "/tmp"
         if any(c.isspace() for c in base):
             base = "/tmp"  # OpenFOAM refuses a case path with a space in it
