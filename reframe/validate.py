@@ -432,7 +432,7 @@ class NodeScreening(rfm.RunOnlyRegressionTest, Screened):
     time_limit = "20m"
     keep_files = ["nodes.json"]
     #: Rounds of the probe on each node.
-    rounds = variable(int, value=3)
+    rounds = variable(int, value=5)
     node_figures = variable(dict, value={})
     margins_extra = "node_margins"
     #: The figures a verdict judges against expectations, where a site records them.
@@ -470,17 +470,24 @@ class NodeScreening(rfm.RunOnlyRegressionTest, Screened):
             # machine's cores, evenly, and whatever slows the machine for a while (its
             # host's memory bandwidth dips for seconds) slows every node's run alike, and
             # cancels. One after another, such a dip fell on one node's run: their rounds
-            # spread by 10 to 30 %, more than the faults sought.
+            # spread by 10 to 30 %, more than the faults sought. Each probe runs on a slice
+            # of the machine of its own (localsite.cpuquota --slice: one CPU, an equal
+            # share of it), as a node has cores of its own: left to float, 4 probes on 2
+            # cores got uneven shares (a CI's "noise alone" 47 %); pinned but uncapped, a
+            # node under a quota lent its time to the node beside it (one run of two missed
+            # it).
             from reframe.core.backends import getlauncher
 
             self.job.launcher = getlauncher("local")()
             line = " ".join(probe)
+            on_slice = f"{shlex.quote(sys.executable)} -m localsite.cpuquota --slice"
             loop = (
-                f"for r in $(seq 1 {self.rounds}); do pids=; "
+                f'hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST"); n=$(echo $hosts | wc -w); '
+                f"for r in $(seq 1 {self.rounds}); do pids=; i=0; "
                 f'extra=; [ "$r" = 1 ] && extra=--fingerprint; '
-                f'for h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do '
-                f'srun -w "$h" -N1 -n1 {line} --round-from $r --rounds 1 $extra & '
-                f'pids="$pids $!"; done; '
+                f"for h in $hosts; do "
+                f'srun -w "$h" -N1 -n1 {on_slice} $i/$n -- {line} --round-from $r --rounds 1 '
+                f'$extra & pids="$pids $!"; i=$((i + 1)); done; '
                 f"for p in $pids; do wait $p || exit 1; done; done"
             )
             self.executable = "bash"

@@ -65,7 +65,7 @@ def test_the_cluster_as_it_is_passes(tmp_path):
     nodes = screened(tmp_path, "NodeScreening", "nodes.json")
     assert sorted(nodes["nodes"]) == ["node1", "node2", "node3", "node4"]
     assert nodes["outliers"] == [] and nodes["differences"] == []
-    assert all(len(r["solver_s"]) == 3 for r in nodes["rounds"].values())
+    assert all(len(r["solver_s"]) == 5 for r in nodes["rounds"].values())
     assert sorted(nodes["fingerprints"]) == ["node1", "node2", "node3", "node4"]
 
 
