@@ -152,7 +152,12 @@ def run_on_slice(index: int, count: int, command: list[str]) -> int:
     group = make(
         a_slice(index, count), f"topofoam-slice-{os.getpid()}", own_group(), SLICE_PERIOD_US
     )
-    proc = subprocess.Popen(command, preexec_fn=lambda: enter(group))
+
+    def start() -> None:  # on its slice from its first instruction
+        enter(group)
+        os.sched_setaffinity(0, {slice_cpu(index, count, cpus)})
+
+    proc = subprocess.Popen(command, preexec_fn=start)
     try:
         while proc.poll() is None:
             cpu = slice_cpu(index, count, cpus)

@@ -361,19 +361,19 @@ def record_healthy(results, tags, out, *, again=2):
     degraded is validated again and the record retried with the new session in its place,
     ``again`` times at most. This VM's host slows now and then for a minute (a CI's eighth
     base session came out 13 % slower than the other seven, which spread 3 %), and a
-    baseline must be healthy; the refusals are printed, and the tags recorded returned."""
+    baseline must be healthy; the refusals are printed. The last record's outcome."""
     tags = list(tags)
-    for n in range(again + 1):
+    for _ in range(again):
         done = record_sessions(results, tags, out)
         named = re.search(r"tag=(base-[^,)]+)", done.stderr)
-        if done.returncode != 2 or not named or named[1] not in tags or n == again:
-            return done, tags
+        if done.returncode != 2 or not named or named[1] not in tags:
+            return done
         print(f"record refused, validated again: {done.stderr.strip()}")
         tag = f"{named[1]}-again"
         rerun = validate(results, tag, reframe_args=only("SolverValidation"))
         assert rerun.returncode in (0, 1, 3), shown(rerun)
         tags[tags.index(named[1])] = tag
-    return done, tags
+    return record_sessions(results, tags, out)
 
 
 def among(prefix):
@@ -413,7 +413,7 @@ def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_re
         and "slower than the other sessions' median" in refused.stderr
     )
     assert len(refused.stderr.strip().splitlines()) == 1
-    taken, _ = record_healthy(results, BASE[:3], out)
+    taken = record_healthy(results, BASE[:3], out)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     entries = yaml.safe_load(out.read_text())["expectations"]
     assert entries and all(len(e["sessions"]) == 3 for e in entries)
@@ -432,7 +432,7 @@ def test_a_15_percent_slower_solver_fails_beside_unchanged_sessions_that_pass(
     FAIL, named."""
     results = solver_sessions
     out = tmp_path / "eight.yaml"
-    taken, _ = record_healthy(results, BASE, out)
+    taken = record_healthy(results, BASE, out)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     (wall,) = [e for e in yaml.safe_load(out.read_text())["expectations"] if e["metric"] == "wall"]
     assert wall["margin"] == 0.1 and len(wall["sessions"]) == 8, wall

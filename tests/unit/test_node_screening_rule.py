@@ -108,9 +108,9 @@ def test_the_rule_s_false_alarms_and_power_on_normal_noise():
         alarms = named = 0
         for _ in range(1000):
             series = {f"n{i}": [3 * rng.lognormvariate(0, sd) for _ in range(5)] for i in range(4)}
-            alarms += bool(screening.judged(series, "higher", 0.10)[2])
+            alarms += bool(screening.judged(series, "higher", 0.10, of_medians=True)[2])
             series["n3"] = [x * 1.3 for x in series["n3"]]
-            named += "n3" in screening.judged(series, "higher", 0.10)[2]
+            named += "n3" in screening.judged(series, "higher", 0.10, of_medians=True)[2]
         assert alarms <= 10 and named >= power * 1000, (sd, alarms, named)
 
 

@@ -501,3 +501,32 @@ def test_a_reason_is_said_once_for_the_lines_it_holds_for():
         "global on 4 node(s); standard on 2 node(s): B",
         "standard, global on 1, 2, 4 node(s): A",
     ]
+
+
+def test_global_sums_prices_its_sums_along_the_schedule_s_tree():
+    """global+sums' own one-node run counts no MPI_Allreduce: its scalar sums are blocking
+    sends along the schedule, 2 (ranks - 1) a sum. The model prices each as one gather and
+    scatter along the block placement's hierarchical schedule, as it prices global's tree
+    reductions; what it would price as all-reduces is gone."""
+    machine = load(SMALL)
+    base, wide = grid(2, 4), grid(4, 8)  # 8 ranks on one node; 32 on 4
+    steps, sums, trees = 10, 20, 2
+    standard = {"MPI_Isend": steps * 30 * 8, "MPI_Allreduce": steps * sums * 8}
+    standard["MPI_Send"] = steps * trees * 2 * 7
+    own = dict(standard, MPI_Allreduce=0, MPI_Send=steps * (trees + sums) * 2 * 7)
+    c = costs(latency_us=(0.2, 0.4, 0.8, 500.0))
+    on = model.Machine(machine, c)
+    work = {
+        name: model.Workload.from_counts(counts, steps, 8, 8, step_s=0.05)
+        for name, counts in (("global", standard), ("global+sums", own))
+    }
+    got = {v: model.predict(v, 4, wide, on, work[v], base) for v in work}
+    summed = got["global+sums"]
+    assert summed.step_s is not None and summed.terms["allreduce"] == 0
+    tree = model.tree_time(hierarchical(block(wide, machine, 4)), c)
+    assert summed.terms["tree"] == pytest.approx((trees + sums) * tree)
+    assert got["global"].terms["tree"] == pytest.approx(trees * tree)
+    assert got["global"].terms["allreduce"] > 0
+    assert model.predict("global+max", 4, wide, on, work["global"], base).reason == (
+        "unknown variant 'global+max'"
+    )

@@ -152,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
             base = "/tmp"  # OpenFOAM refuses a case path with a space in it
         with tempfile.TemporaryDirectory(prefix="nodeprobe-", dir=base) as scratch:
             for n in range(args.round_from, args.round_from + args.rounds):
-                bandwidth = memory_bandwidth(ranks)
+                # The solver first: where nodes share a machine (an emulated partition), their
+                # probes start each round together, and a slowed node's triad, run first,
+                # went on beside its peers' solvers (peers 10 % slower in some rounds).
                 wall = solver_time(args.case, args.solver, ranks, Path(scratch))
+                bandwidth = memory_bandwidth(ranks)
                 print(f"nodeprobe {host} round {n} solver_s {wall:.4f} membw_MBps {bandwidth:.1f}")
                 sys.stdout.flush()
     except (ProbeError, fingerprint.ProbeError, OSError) as e:

@@ -233,7 +233,11 @@ def _distance(logs: dict[str, float], least: float) -> float:
 
 
 def judged(
-    series: dict[str, list[float]], worse: str, margin: float, best: bool = False
+    series: dict[str, list[float]],
+    worse: str,
+    margin: float,
+    best: bool = False,
+    of_medians: bool = False,
 ) -> tuple[dict[str, float], tuple[float, float], dict[str, tuple]]:
     """One figure of several peers, each measured in the same repeats (passes, rounds):
     (each peer's figure, (the rule's distance, the distance the noise alone allows) as
@@ -246,10 +250,12 @@ def judged(
     one), in the unit of the repeats' typical level. The rule's
     least distance is the margin (worse by that fraction), or K times the peers' own
     repeat-to-repeat spread (their median: one wild peer does not blunt the rule for all)
-    where that is larger: a figure is only known to within it. The rule compares a median
-    of the repeats with the median of its peers' medians: the noise of that difference is
-    one repeat's times median_sd(repeats) x sqrt(1 + median_sd(peers)^2) (0.81 for 3 rounds
-    and 3 peers); a best-of figure keeps one repeat's."""
+    where that is larger: a figure is only known to within it. With ``of_medians``, the
+    noise is that of what the rule compares, a median of the repeats against the median of
+    its peers' medians: one repeat's times median_sd(repeats) x sqrt(1 + median_sd(peers)^2)
+    (0.65 for 5 rounds and 3 peers), which holds where the repeats scatter about normally
+    (the node probe's rounds); the links' passes on an emulated cluster flip between two
+    states, and keep one repeat's, as does a best-of figure."""
     repeats = min(len(v) for v in series.values())
     logs = {name: [math.log(x) for x in v[:repeats]] for name, v in series.items()}
     levels = [statistics.fmean(v[k] for v in logs.values()) for k in range(repeats)]
@@ -259,7 +265,8 @@ def judged(
     figures = {name: pick(r) + typical for name, r in relative.items()}
     per_repeat = statistics.median(_spread(r) for r in relative.values())
     peers = len(series) - 1
-    own = K * per_repeat * (1.0 if best else median_sd(repeats) * math.hypot(1, median_sd(peers)))
+    shrink = median_sd(repeats) * math.hypot(1, median_sd(peers)) if of_medians else 1.0
+    own = K * per_repeat * (1.0 if best else shrink)
     floor = -math.log1p(-min(margin, 0.999)) if worse == "lower" else math.log1p(margin)
     least = max(floor, own)
     outliers = _outliers(figures, worse, least)
@@ -458,7 +465,7 @@ def screen_nodes(
     out = NodeScreening({n: {} for n in rounds}, repeats, {}, margins=margins)
     for attr, unit, worse, figure, best in NODE_FIGURES:
         values, out.distance[figure], found = judged(
-            {n: f[attr] for n, f in rounds.items()}, worse, margins[unit], best
+            {n: f[attr] for n, f in rounds.items()}, worse, margins[unit], best, of_medians=True
         )
         for n, v in values.items():
             out.figures[n][attr] = v
