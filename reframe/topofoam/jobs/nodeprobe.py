@@ -3,16 +3,17 @@
     python -m topofoam.jobs.nodeprobe --case DIR --solver laplacianFoam --ranks R \
         [--rounds N] [--round-from K] [--fingerprint]
 
-run on every node of an allocation (NodeScreening: all at once, or one node after another
-where the nodes share cores), it measures in each round, on ``R`` cores at once:
+run on every node of an allocation (NodeScreening: all at once; where the nodes share a
+machine's cores, each on a slice of them, localsite.cpuquota), it measures in each round, on
+``R`` cores at once, in this order:
 
+- the solver: R serial runs of the prepared case's solver, each on its own copy in the
+  node's temporary folder, at the same time; the round's figure is their median wall time:
+  a CPU stuck in a power-capped state, or cores of another speed, show here;
 - the memory bandwidth: R processes each copy-and-scale-and-add arrays far larger than any
   cache (STREAM's triad, a[:] = b + s * c), all starting each pass together; a pass's
   bandwidth is the bytes all of them moved over the time from the first start to the last
   end, and the figure is the best of the passes: a memory channel down shows here;
-- the solver: R serial runs of the prepared case's solver, each on its own copy in the
-  node's temporary folder, at the same time; the round's figure is their median wall time:
-  a CPU stuck in a power-capped state, or cores of another speed, show here;
 
 and prints one line per round, ``nodeprobe <host> round <n> solver_s <t> membw_MBps <b>``,
 and with ``--fingerprint`` one line ``nodeprint <host> <json>`` (topofoam.jobs.fingerprint's
