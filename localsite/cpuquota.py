@@ -82,12 +82,18 @@ def own_group() -> Path:
     return CPU_CGROUP
 
 
+def of_a_core(count: int, cpus: int) -> float:
+    """The share of one CPU a slice gets when ``count`` slices are dealt over ``cpus``:
+    each CPU holds ceil(count / cpus) of them at a time (``slice_cpu``)."""
+    return 1 / math.ceil(count / cpus)
+
+
 def a_slice(index: int, count: int) -> float:
     """The fraction of the machine's cores' time (``make``'s) of slice ``index`` of
-    ``count`` equal slices of this machine: 1 / ceil(count / CPUs) of one CPU."""
+    ``count`` equal slices of this machine (``of_a_core`` of the CPUs it may run on)."""
     if not 0 <= index < count:
         raise QuotaError(f"slice {index}/{count}: give I/N with 0 <= I < N, e.g. 0/4")
-    return 1 / math.ceil(count / len(os.sched_getaffinity(0))) / (os.cpu_count() or 1)
+    return of_a_core(count, len(os.sched_getaffinity(0))) / (os.cpu_count() or 1)
 
 
 def slice_cpu(index: int, count: int, cpus: list[int], now: float | None = None) -> int:
@@ -107,9 +113,9 @@ def slice_cpu(index: int, count: int, cpus: list[int], now: float | None = None)
 def of_peers(share: float, nodes: int, cores: int | None = None) -> float:
     """The fraction (``make``'s) that leaves one of ``nodes`` emulated nodes ``share`` of the
     CPU time each of its peers gets, each node's probe on a slice of this machine's
-    ``cores`` (``a_slice``: 1 / ceil(nodes / cores) of a core)."""
+    ``cores`` (``of_a_core``)."""
     cores = cores or os.cpu_count() or 1
-    return share / math.ceil(nodes / cores) / cores
+    return share * of_a_core(nodes, cores) / cores
 
 
 def enter(group: Path) -> None:
@@ -120,14 +126,15 @@ def enter(group: Path) -> None:
 
 def remove(group: Path) -> None:
     """Remove ``group`` and the groups inside it (a slice left by a killed command);
-    whatever still runs in them goes back to the root group first."""
+    whatever still runs in them goes to ``group``'s parent first: a slice's leftovers stay
+    under its emulated node's quota, not free of it in the root group."""
     if not group.is_dir():
         return
     for inner in (d for d in group.iterdir() if d.is_dir()):
         remove(inner)
     for pid in (group / "cgroup.procs").read_text().split():
         try:
-            (CPU_CGROUP / "cgroup.procs").write_text(pid)
+            (group.parent / "cgroup.procs").write_text(pid)
         except OSError:
             pass
     try:
@@ -136,11 +143,11 @@ def remove(group: Path) -> None:
         pass
 
 
-def run(fraction: float, command: list[str], **kw) -> int:
+def run(fraction: float, command: list[str], **kwargs) -> int:
     """``command``'s exit status, run under the quota."""
     group = make(fraction, f"topofoam-quota-{os.getpid()}")
     try:
-        return subprocess.run(command, preexec_fn=lambda: enter(group), **kw).returncode
+        return subprocess.run(command, preexec_fn=lambda: enter(group), **kwargs).returncode
     finally:
         remove(group)  # every process of the command has ended
 

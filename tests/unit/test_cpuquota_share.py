@@ -78,6 +78,33 @@ def test_a_slice_inside_a_quota_keeps_the_quota():
     assert not node.exists()
 
 
+def _cpu_group_of(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):
+            return path
+    raise AssertionError(f"no cpu cgroup for {pid}")
+
+
+@needs_root
+def test_what_a_removed_slice_leaves_running_stays_under_its_node_s_quota():
+    """A slice removed while something of it still runs (a killed probe's child): that
+    process goes to the node's group, not to the root, where no quota would hold it."""
+    node = cpuquota.make(0.1, f"topofoam-test-node-{os.getpid()}")
+    inner = cpuquota.make(0.05, "topofoam-slice-left", node, cpuquota.SLICE_PERIOD_US)
+    left = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: cpuquota.enter(inner))
+    try:
+        assert _cpu_group_of(left.pid) == f"/{node.name}/{inner.name}"
+        cpuquota.remove(inner)
+        assert not inner.exists()
+        assert _cpu_group_of(left.pid) == f"/{node.name}"
+    finally:
+        left.kill()
+        left.wait()
+        cpuquota.remove(node)
+    assert not node.exists()
+
+
 @pytest.mark.parametrize("cpus", [[0, 1], [2, 5, 7], [3]])
 @pytest.mark.parametrize("count", [1, 2, 4, 7])
 def test_slices_are_dealt_evenly_over_the_cpus_and_each_meets_every_cpu_and_peer(cpus, count):

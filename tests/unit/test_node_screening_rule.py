@@ -85,7 +85,7 @@ def test_the_threshold_widens_with_the_rounds_spread():
     assert steady.distance["solver time"][0] == pytest.approx(0.10)
     assert steady.distance["solver time"][1] < 0.10  # the margin decides there, not the noise
     assert noisy.distance["solver time"][0] > 1.5 * screening.NODE_MARGINS["s"]
-    assert "resolved here: solver time 10%" in steady.rule()
+    assert "resolved here: solver time 10.0%" in steady.rule()
 
 
 def test_the_noise_of_a_median_of_more_rounds_is_smaller():

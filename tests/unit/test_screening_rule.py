@@ -118,7 +118,7 @@ def test_the_threshold_follows_the_passes_spread():
     steady = screening.screen(fabric(6, noise=0.02))
     assert steady.distance["bandwidth out"][0] == pytest.approx(screening.MARGINS["MB/s"])
     assert steady.distance["bandwidth out"][1] < 0.1  # what the noise alone would allow
-    assert "bandwidth out 20% (the noise alone " in steady.rule()
+    assert "bandwidth out 20.0% (the noise alone " in steady.rule()
     noisy = screening.screen(fabric(6, noise=0.6, slow_node="n2", factor=0.7, seed=2))
     assert noisy.distance["bandwidth out"][0] > 0.4
     assert noisy.outliers == []

@@ -105,7 +105,7 @@ def _rule(margins: dict[str, float], repeats: str, distance: dict[str, tuple]) -
         f"or of the {repeats}, and by more than "
         f"{', '.join(f'{m:.0%} ({u})' for u, m in margins.items())}; resolved here: "
         + ", ".join(
-            f"{figure} {d:.0%} (the noise alone {noise:.1%})"
+            f"{figure} {d:.1%} (the noise alone {noise:.1%})"
             for figure, (d, noise) in distance.items()
         )
     )
