@@ -2,6 +2,7 @@
 
     python -m localsite.publishedbench calls [--case cavity2D ...]   # counted runs -> law
     python -m localsite.publishedbench decompositions                # Table 4's, cached
+    python -m localsite.publishedbench crossover                     # seed 001's, cached
 
 ``calls``: each case of seed 000 in the suite's fixed work (its iterations per solve fixed,
 cases/catalog.py; seed 000 does not give its tolerances, and the cavities solved to the
@@ -12,8 +13,13 @@ the first steps cancel). The law (topofoam.prediction.calls) is fitted without t
 run (the largest size at the most ranks) and its error there printed. The runs are kept in
 ``results/model/calls-<case>.json``.
 
+damBreak2D (seed 001's case) is counted once per pressure solver (PCG, PiPePCG, RePiPePCG:
+``topofoam.jobs.solvers`` puts it in place of PCG), with the patched libraries that have them,
+into ``calls-damBreak2D-<solver>.json``.
+
 ``decompositions``: every decomposition Table 4 needs (seed 000's cases at their published
-sizes on 2 to 10 nodes), with the time and peak memory of each.
+sizes on 2 to 10 nodes), with the time and peak memory of each; ``crossover``: seed 001's (damBreak2D at 2.04 M cells
+into 12 to 1,536 ranks).
 
 Long work: run it with nothing else on the machine when its times are wanted.
 """
@@ -34,7 +40,7 @@ from cases.run import run
 from localsite import openfoam
 from rankmap.graph import from_case
 from topofoam import output, paths
-from topofoam.jobs import mpicount
+from topofoam.jobs import mpicount, solvers
 from topofoam.prediction import calls as law
 from topofoam.prediction.model import ModelError
 
@@ -48,7 +54,11 @@ PLAN = {
     "cavity3D": ([8_000, 27_000, 64_000], [2, 4, 8], (216_000, 16), 4),
     "pitzDaily": ([12_225, 48_900, 195_600], [2, 4, 8], (440_100, 16), 5),
     "laplacianFoam": ([30_000, 101_250, 240_000], [2, 4, 8], (810_000, 16), 4),
+    # Seed 001's case, k = 2, 4, 8 of its family (2,268 k^2 cells), held out at k = 12.
+    "damBreak2D": ([9_072, 36_288, 145_152], [2, 4, 8], (326_592, 16), 4),
 }
+#: Cases counted once per pressure solver (seed 001's), each into a law of its own.
+SOLVERS = {"damBreak2D": ("PCG", "PiPePCG", "RePiPePCG")}
 
 
 def _step_seconds(log: str) -> float | None:
@@ -60,9 +70,12 @@ def _step_seconds(log: str) -> float | None:
     return (times[-1] - times[0]) / (len(times) - 1)
 
 
-def _counted(lib: Path, case: str, cells: int, ranks: int, steps: int, env: dict, work: Path):
+def _counted(
+    lib: Path, case: str, cells: int, ranks: int, steps: int, env: dict, work: Path, solver: str
+):
     """(calls per rank and step, wall per step, arcs per rank) of ``case`` at ``cells`` on
-    ``ranks`` ranks, from two runs of ``steps`` and 2 ``steps`` steps."""
+    ``ranks`` ranks, from two runs of ``steps`` and 2 ``steps`` steps, its PCG replaced by
+    ``solver``."""
     totals, seconds, arcs = [], [], 0.0
     for n in (steps, 2 * steps):
         prepared = prepare(
@@ -73,6 +86,8 @@ def _counted(lib: Path, case: str, cells: int, ranks: int, steps: int, env: dict
         folder = work / f"{case}-{cells}-{ranks}-{n}"
         shutil.rmtree(folder, ignore_errors=True)
         mine = prepared.copy_to(folder)
+        if solver != "PCG":
+            solvers.use(folder, solver)
         counts = folder / "counts"
         outcome = run(mine, env=dict(env, **mpicount.preload(lib, counts)))
         failed = [p for p in outcome.problems if "solver" in p]
@@ -97,16 +112,25 @@ def _counted(lib: Path, case: str, cells: int, ranks: int, steps: int, env: dict
     return per, seconds[1], arcs, prepared.cells
 
 
-def count_case(case: str, lib: Path, env: dict, work: Path, log) -> list[law.Counted]:
+def counted_name(case: str, solver: str = "PCG") -> str:
+    """The name of a case's counted runs and law: the case, or case-solver where it is
+    counted once per solver (SOLVERS)."""
+    return f"{case}-{solver}" if case in SOLVERS else case
+
+
+def count_case(
+    case: str, lib: Path, env: dict, work: Path, log, solver: str = "PCG"
+) -> list[law.Counted]:
     sizes, ranks, held, steps = PLAN[case]
     points = [(c, r) for c in sizes for r in ranks] + [held]
+    name = counted_name(case, solver)
     runs = []
     for i, (cells, r) in enumerate(points, 1):
         start = time.monotonic()
-        per, step_s, arcs, exact = _counted(lib, case, cells, r, steps, env, work)
-        runs.append(law.Counted(case, exact, r, per, arcs, step_s))
+        per, step_s, arcs, exact = _counted(lib, case, cells, r, steps, env, work, solver)
+        runs.append(law.Counted(name, exact, r, per, arcs, step_s))
         log(
-            f"publishedbench: {case} {exact:,} cells on {r} ranks ({i}/{len(points)}): "
+            f"publishedbench: {name} {exact:,} cells on {r} ranks ({i}/{len(points)}): "
             f"{per.get('MPI_Allreduce', 0):.0f} all-reduces and {per.get('MPI_Isend', 0):.0f} "
             f"sends a rank and step ({time.monotonic() - start:.0f} s)"
         )
@@ -123,10 +147,25 @@ def calls(args) -> int:
     with tempfile.TemporaryDirectory(prefix="publishedbench-") as tmp:
         lib = mpicount.build(Path(tmp) / "lib")
         for case in args.case or list(PLAN):
-            runs = count_case(case, lib, env, Path(tmp), log)
-            law.save(runs, out / f"calls-{case}.json")
-            report(case, runs)
+            for solver in SOLVERS.get(case, ("PCG",)):
+                runs = count_case(case, lib, _solver_env(env, case), Path(tmp), log, solver)
+                name = counted_name(case, solver)
+                law.save(runs, out / f"calls-{name}.json")
+                report(name, runs)
     return 0
+
+
+def _solver_env(env: dict, case: str) -> dict:
+    """A case counted per solver runs the patched libraries and solvers (they have PiPePCG
+    and RePiPePCG), with every solver alike: the compute compared is the solvers' own."""
+    if case not in SOLVERS:
+        return env
+    lib = openfoam.ensure_built("patched")
+    return dict(
+        env,
+        LD_LIBRARY_PATH=f"{lib}:{env.get('LD_LIBRARY_PATH', '')}",
+        PATH=f"{lib.parent / 'bin'}:{env.get('PATH', '')}",
+    )
 
 
 def report(case: str, runs: list[law.Counted]) -> None:
@@ -141,21 +180,36 @@ def report(case: str, runs: list[law.Counted]) -> None:
     )
 
 
+def _decompose(case: str, system: str, ranks: int, label: str) -> None:
+    """One published-scale decomposition (cached), with its time and the peak memory."""
+    from topofoam.prediction import scale
+
+    start = time.monotonic()
+    graph = scale.decomposition(case, system, ranks)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(
+        f"publishedbench: {case} {system} {label} ({graph.n} ranks): "
+        f"{time.monotonic() - start:.0f} s, peak so far {peak:.1f} GiB",
+        flush=True,
+    )
+
+
 def decompositions(args) -> int:
     from topofoam.prediction import scale
     from topofoam.reporting import published
 
     for (case, system), row in sorted(published.table4().items()):
         for nodes in sorted(row):
-            start = time.monotonic()
             ranks = nodes * scale.published(case, system).ranks_per_node
-            graph = scale.decomposition(case, system, ranks)
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-            print(
-                f"publishedbench: {case} {system} {nodes} nodes ({graph.n} ranks): "
-                f"{time.monotonic() - start:.0f} s, peak so far {peak:.1f} GiB",
-                flush=True,
-            )
+            _decompose(case, system, ranks, f"{nodes} nodes")
+    return 0
+
+
+def crossover(args) -> int:
+    from topofoam.prediction import crossover as seed001
+
+    for cores in seed001.CORES:
+        _decompose(seed001.CASE, seed001.SYSTEM, cores, f"{cores} cores")
     return 0
 
 
@@ -167,11 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("calls", help="counted runs and the call law of each case")
     c.add_argument("--case", action="append", choices=list(PLAN))
     sub.add_parser("decompositions", help="every decomposition Table 4 needs")
+    sub.add_parser("crossover", help="every decomposition seed 001's crossover needs")
     args = p.parse_args(argv)
+    what = {"calls": calls, "decompositions": decompositions, "crossover": crossover}
 
     def go() -> int:
         try:
-            return calls(args) if args.what == "calls" else decompositions(args)
+            return what[args.what](args)
         except (ModelError, mpicount.CountError) as e:
             print(f"publishedbench: {e}", file=sys.stderr)
             return 2

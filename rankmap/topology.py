@@ -27,6 +27,7 @@ PRESETS = {
     "hpc2": "pack:4 numa:1 core:12 pu:1",  # LEC hpc2, Xeon Gold 6126 x4, a NUMA node each
     "oci-nps1": "pack:2 numa:1 core:18 pu:1",  # OCI BM.Optimized3.36 at NPS1
     "oci-nps2": "pack:2 numa:2 core:9 pu:1",  # OCI BM.Optimized3.36 at NPS2
+    "seed001": "pack:2 numa:1 core:6 pu:1",  # seed 001's cluster: Xeon E5-2620 x2 (hexacore)
 }
 
 

@@ -47,6 +47,7 @@ def test_presets_match_the_seeds_systems():
         "hpc2": (4, 4, 48),
         "oci-nps1": (2, 2, 36),
         "oci-nps2": (2, 4, 36),
+        "seed001": (2, 2, 12),
     }
 
 

@@ -312,9 +312,11 @@ def communication(
         "rooted": work.rooted * coll["rooted"],
     }
     if work.iallreduce:
-        # Each non-blocking reduction overlaps its share of the step's compute; only what
-        # sticks out of it is waited for.
-        window = compute_s / work.iallreduce
+        # Each non-blocking reduction overlaps the sweep it is posted before (PiPePCG: one
+        # preconditioning and matrix product, one halo exchange), not the whole step: an
+        # interFoam step's MULES and momentum sweeps are not in the pressure solver's
+        # iterations. Only what sticks out of that sweep is waited for.
+        window = compute_s / max(work.halo, work.iallreduce)
         terms["iallreduce"] = work.iallreduce * max(0.0, coll["allreduce"] - window)
     return terms
 

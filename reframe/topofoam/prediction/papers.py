@@ -46,6 +46,11 @@ TARGET_BANDWIDTH = {
         4 * 6 * 2666e6 * 8,
         "Intel Xeon Gold 6126 x4, 6 channels of DDR4-2666 a socket (Intel's specification)",
     ),
+    "seed001": (
+        2 * 4 * 1600e6 * 8,
+        "Intel Xeon E5-2620 x2 at 2.1 GHz (the v2's clock), 4 channels of DDR3-1600 a socket "
+        "(Intel's specification; seed 001 gives neither the version nor the memory's speed)",
+    ),
 }
 #: What is priced: (placement, tree of OpenFOAM's gather-scatter reductions, how MPI's
 #: all-reduce goes). Seed 000 does not say how its MPI reduced (Open MPI 4.1's recursive

@@ -1,12 +1,17 @@
 """The model's predictions beside the papers' published results (docs/model.md).
 
     python -m topofoam.reporting.papers table4 [--calls results/model] [--table FILE]
+    python -m topofoam.reporting.papers crossover [--calls results/model] [--table FILE]
 
 Seed 000 Table 4, the runtime decrease of the local and global optimisation against
 OpenFOAM standard, predicted cell by cell (topofoam.prediction.papers) and set beside the
 published figure: each cell's error in percentage points, whether the sign agrees, and the
 rank correlation over all cells. Standard is priced twice, at mpirun's block placement and
 at srun's default block:cyclic: seed 000 does not say which its runs had.
+
+Seed 001's crossover: from how many cores PiPePCG and RePiPePCG beat PCG on seed 001's
+cluster (topofoam.prediction.crossover), the runtime ratios per core count beside Table 8's,
+at hpc2's inter-node latency and at multiples of it (seed 001 publishes no link costs).
 
 What cannot be predicted (a case whose calls were not counted, a size this machine cannot
 decompose) is one line saying so and what to run; never a number.
@@ -141,36 +146,107 @@ def render(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
+def counted_solvers(calls_dir: Path) -> tuple[dict[str, list], dict[str, str]]:
+    """Seed 001's case, per solver: ({solver: its counted runs}, {solver: why none})."""
+    from topofoam.prediction import crossover
+
+    found, missing = {}, {}
+    for name in ("PCG", *crossover.PIPELINED):
+        try:
+            found[name] = law.load(Path(calls_dir) / f"calls-{crossover.CASE}-{name}.json")
+        except ModelError as e:
+            missing[name] = f"{crossover.CASE} with {name}: no prediction: {e}"
+    return found, missing
+
+
+def render_crossover(x) -> str:
+    from topofoam.prediction import crossover
+
+    factors = crossover.LATENCY_FACTORS
+    lines = [
+        f"Seed 001 Table 8, {crossover.CASE} at seed 001's size: runtime of each pipelined "
+        "solver over PCG's (below 1: faster), published beside predicted at hpc2's inter-node "
+        "latency times " + ", ".join(f"{f:g}" for f in factors)
+    ]
+    for solver in (s for s in crossover.PIPELINED if s in x.solvers):
+        head = "".join(f"{'x' + format(f, 'g'):>8}" for f in factors)
+        lines.append(f"  {solver} / PCG")
+        lines.append(f"  {'cores':>6}{'nodes':>6}{'published':>10}{head}{'PCG comm %':>11}")
+        for cores in crossover.CORES:
+            pub = x.published.get(cores, {})
+            ratio = (
+                f"{pub[solver] / pub['PCG']:10.3f}"
+                if solver in pub and "PCG" in pub
+                else (f"{'-':>10}")
+            )
+            pred = "".join(
+                f"{x.predicted[f][cores][solver] / x.predicted[f][cores]['PCG']:8.3f}"
+                for f in factors
+            )
+            comm = 100 * (1 - x.shares[cores].get("compute", 0.0))
+            lines.append(f"  {cores:6d}{cores // 12:6d}{ratio}{pred}{comm:11.1f}")
+        said = lambda c: f"{c} cores" if c else "no core count"  # noqa: E731
+        lines.append(
+            f"  {solver} faster than PCG from: published {said(x.first(solver))}; predicted "
+            + ", ".join(f"{said(x.first(solver, f))} (x{f:g})" for f in factors)
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m topofoam.reporting.papers", description=__doc__.split("\n\n")[0]
     )
     sub = p.add_subparsers(dest="what", required=True)
     t = sub.add_parser("table4", help="seed 000 Table 4 predicted beside published")
-    t.add_argument("--calls", type=Path, help="folder of calls-<case>.json (default results/model)")
     t.add_argument("--table", type=Path, default=published.TABLE4, help="Table 4 as CSV")
     t.add_argument("--case", action="append", help="only these cases")
-    t.add_argument("--out", type=Path, help="also write the table to this file")
+    x = sub.add_parser("crossover", help="seed 001's crossover predicted beside published")
+    x.add_argument("--table", type=Path, default=published.SCALING, help="Tables 8 and 10 as CSV")
+    for each in (t, x):
+        each.add_argument(
+            "--calls", type=Path, help="folder of calls-<case>.json (default results/model)"
+        )
+        each.add_argument("--out", type=Path, help="also write the table to this file")
     args = p.parse_args(argv)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
 
     def run() -> int:
         try:
-            table = published.table4(args.table)
+            table = (published.table4 if args.what == "table4" else published.scaling)(args.table)
         except published.PublishedError as e:
             print(f"papers: {e}", file=sys.stderr)
             return 2
-        if args.case:
-            table = {k: v for k, v in table.items() if k[0] in args.case}
         calls_dir = args.calls or paths.results_dir() / "model"
+        if args.what == "crossover":
+            from topofoam.prediction import crossover
+
+            counted, missing = counted_solvers(calls_dir)
+            if "PCG" in missing:  # before the bandwidth is measured: nothing to compare with
+                print(f"papers: {missing['PCG']}", file=sys.stderr)
+                return 2
+            for why in missing.values():
+                say(f"papers: {why}")
         bandwidth = core_bandwidth()
-        print(
-            f"papers: a core here streams {bandwidth / 1e9:.2f} GB/s (all cores at once)",
-            file=sys.stderr,
-        )
-        cells = predict_table4(
-            table, calls_dir, bandwidth, lambda s: print(s, file=sys.stderr, flush=True)
-        )
-        text = render(cells)
+        say(f"papers: a core here streams {bandwidth / 1e9:.2f} GB/s (all cores at once)")
+        if args.what == "table4":
+            if args.case:
+                table = {k: v for k, v in table.items() if k[0] in args.case}
+            text = render(predict_table4(table, calls_dir, bandwidth, say))
+        else:
+            try:
+                solvers = {
+                    name: crossover.Solver(
+                        name, law.CallLaw.fit(runs), papers.compute_of(runs, bandwidth)
+                    )
+                    for name, runs in counted.items()
+                }
+                text = render_crossover(crossover.predict(solvers, table, say))
+            except (ModelError, InputError) as e:
+                print(f"papers: {e}", file=sys.stderr)
+                return 2
         print(text)
         if args.out:
             output.write_text(args.out, text + "\n", "--out")

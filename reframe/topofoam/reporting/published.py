@@ -24,20 +24,24 @@ class PublishedError(ValueError):
     """A published table that cannot be read; the message names the file, the cell and the fix."""
 
 
-def table4(path: Path | str = TABLE4) -> dict[tuple[str, str], dict[int, float]]:
-    """Seed 000 Table 4 as {(our case name, system): {nodes: % decrease}}; an empty cell is
-    a configuration not run. A cell that is not a number, or a row that is short of the
-    header's columns, is refused in one line."""
-    path = Path(path)
-    fix = f"correct it from seed 000 Table 4 (the copy is {TABLE4})"
+def _numeric(path: Path, keys: tuple[str, str], prefix: str, fix: str) -> dict:
+    """A published table whose first two columns are ``keys`` and whose others are numbers
+    under a ``prefix``ed count (n2, c12): {(key 1, key 2): {count: number}}. An empty cell is
+    a configuration not run; a cell that is not a finite number, a row short of the header's
+    columns or another header is refused in one line."""
     try:
         lines = path.read_text().splitlines()
     except OSError as e:
         raise PublishedError(f"cannot read {path} ({e.strerror}) -- {fix}") from None
     rows = list(csv.reader(line for line in lines if not line.startswith("#")))
-    if not rows or rows[0][:2] != ["case", "system"]:
-        raise PublishedError(f"{path}: the header is not 'case,system,n2,...' -- {fix}")
-    header, ours = rows[0], {v: k for k, v in CASE_NAMES.items()}
+    if not rows or tuple(rows[0][:2]) != keys:
+        raise PublishedError(f"{path}: the header is not '{','.join(keys)},{prefix}...' -- {fix}")
+    header = rows[0]
+    for name in header[2:]:
+        if not (name.startswith(prefix) and name.removeprefix(prefix).isdigit()):
+            raise PublishedError(
+                f"{path}: the header's column {name!r} is not {prefix}<count> -- {fix}"
+            )
     table = {}
     for number, row in enumerate(rows[1:], start=2):
         if len(row) != len(header):
@@ -51,7 +55,6 @@ def table4(path: Path | str = TABLE4) -> dict[tuple[str, str], dict[int, float]]
                 continue
             try:
                 value = float(text)
-                nodes = int(name.lstrip("n"))
             except ValueError:
                 raise PublishedError(
                     f"{path}: {row[0]} on {row[1]}, column {name}, is {text!r}, not a number "
@@ -59,8 +62,33 @@ def table4(path: Path | str = TABLE4) -> dict[tuple[str, str], dict[int, float]]
                 ) from None
             if value != value or abs(value) == float("inf"):
                 raise PublishedError(f"{path}: {row[0]} on {row[1]}, {name}, is {text} -- {fix}")
-            cells[nodes] = value
-        table[(ours.get(row[0], row[0]), row[1])] = cells
+            cells[int(name.removeprefix(prefix))] = value
+        table[(row[0], row[1])] = cells
+    return table
+
+
+def table4(path: Path | str = TABLE4) -> dict[tuple[str, str], dict[int, float]]:
+    """Seed 000 Table 4 as {(our case name, system): {nodes: % decrease}}."""
+    fix = f"correct it from seed 000 Table 4 (the copy is {TABLE4})"
+    ours = {v: k for k, v in CASE_NAMES.items()}
+    table = _numeric(Path(path), ("case", "system"), "n", fix)
+    return {(ours.get(case, case), system): cells for (case, system), cells in table.items()}
+
+
+SCALING = HERE / "scaling_seed001.csv"
+
+
+def scaling(path: Path | str = SCALING) -> dict[tuple[str, str], dict[int, float]]:
+    """Seed 001 Tables 8 and 10 as {(case, solution): {cores: runtime seconds}}."""
+    fix = f"correct it from seed 001 Tables 8 and 10 (the copy is {SCALING})"
+    table = _numeric(Path(path), ("case", "solution"), "c", fix)
+    for (case, solution), cells in table.items():
+        bad = [c for c, v in cells.items() if v <= 0]
+        if bad:
+            raise PublishedError(
+                f"{path}: {case} {solution} at {bad[0]} cores is {cells[bad[0]]:g} s, not a "
+                f"runtime -- {fix}"
+            )
     return table
 
 
