@@ -130,3 +130,29 @@ def test_a_bad_scaling_table_is_one_line(tmp_path, edit, says):
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert r.stderr.startswith("papers: ") and says in r.stderr and str(bad) in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_table_sets_each_ratio_beside_the_published_one():
+    """TEST DATA for the predictions: PiPePCG 10 % slower than PCG up to 96 cores, 10 %
+    faster from 192 (one core count before the paper's crossover); the published side is
+    Table 8's."""
+    from topofoam.reporting.papers import render_crossover
+
+    predicted = {
+        f: {c: {"PCG": 1.0, "PiPePCG": 1.1 if c < 192 / f else 0.9} for c in crossover.CORES}
+        for f in crossover.LATENCY_FACTORS
+    }
+    shares = {c: {"compute": 0.75} for c in crossover.CORES}
+    x = crossover.Crossover(
+        predicted, crossover.published(published.scaling()), shares, ("PCG", "PiPePCG")
+    )
+    text = render_crossover(x)
+    assert "RePiPePCG" not in text  # not counted: no rows
+    row = next(line for line in text.splitlines() if line.split()[:2] == ["384", "32"])
+    assert row.split()[2] == f"{16.77 / 18.98:.3f}" and row.split()[4] == "0.900"
+    assert row.split()[-1] == "25.0"
+    assert (
+        "PiPePCG faster than PCG from: published 384 cores; predicted 384 cores (x0.5), "
+        "192 cores (x1), 96 cores (x2), 48 cores (x4)" in text
+    )
+    assert "over 9 core counts" in text

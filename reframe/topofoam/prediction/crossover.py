@@ -44,6 +44,7 @@ CASE = "damBreak2D"
 SYSTEM = "seed001"
 #: Table 8's core counts (12 a node: 1 to 128 nodes).
 CORES = (12, 24, 48, 96, 192, 384, 768, 1152, 1536)
+CORES_PER_NODE = topology.from_synthetic(topology.PRESETS[SYSTEM]).cores
 #: Each solver and the row of Table 8 that ran it (with seed 001's MULES optimisation, which
 #: both sides of a comparison had).
 PUBLISHED = {
@@ -86,8 +87,8 @@ class Solver:
 def step(solver: Solver, cores: int, link: LinkCosts, graph: CommGraph | None = None) -> dict:
     """{"step_s", "terms"}: ``solver``'s time per step at seed 001's size on ``cores``."""
     node = topology.from_synthetic(topology.PRESETS[SYSTEM])
-    if cores % node.cores:
-        raise ModelError(f"{cores} cores is not whole nodes of {node.cores} -- give a multiple")
+    if cores % CORES_PER_NODE:
+        raise ModelError(f"{cores} cores is not whole nodes of {CORES_PER_NODE} -- give a multiple")
     cells = scale.published(CASE, SYSTEM).cells
     graph = graph or decomposition(cores)
     per = solver.fit.predict(cells, cores)
@@ -96,7 +97,7 @@ def step(solver: Solver, cores: int, link: LinkCosts, graph: CommGraph | None = 
     terms = {
         "compute": compute_s,
         **communication(
-            "standard", graph, cores // node.cores, Machine(node, link), work, compute_s
+            "standard", graph, cores // CORES_PER_NODE, Machine(node, link), work, compute_s
         ),
     }
     return {"step_s": sum(terms.values()), "terms": terms}
@@ -136,6 +137,11 @@ class Crossover:
     def first(self, solver: str, factor: float | None = None) -> int | None:
         times = self.published if factor is None else self.predicted[factor]
         return first_faster(times, solver)
+
+    def ratios(self, solver: str, factor: float | None = None) -> dict[int, float]:
+        """{cores: solver's time over PCG's}, published (no factor) or predicted."""
+        times = self.published if factor is None else self.predicted[factor]
+        return {c: t[solver] / t["PCG"] for c, t in times.items() if solver in t and "PCG" in t}
 
 
 def predict(solvers: dict[str, Solver], table: dict, log=None) -> Crossover:

@@ -159,7 +159,13 @@ def counted_solvers(calls_dir: Path) -> tuple[dict[str, list], dict[str, str]]:
     return found, missing
 
 
+def _from(cores: int | None) -> str:
+    return f"{cores} cores" if cores else "no core count"
+
+
 def render_crossover(x) -> str:
+    from scipy.stats import spearmanr
+
     from topofoam.prediction import crossover
 
     factors = crossover.LATENCY_FACTORS
@@ -168,27 +174,25 @@ def render_crossover(x) -> str:
         "solver over PCG's (below 1: faster), published beside predicted at hpc2's inter-node "
         "latency times " + ", ".join(f"{f:g}" for f in factors)
     ]
+    head = "".join(f"{'x' + format(f, 'g'):>8}" for f in factors)
     for solver in (s for s in crossover.PIPELINED if s in x.solvers):
-        head = "".join(f"{'x' + format(f, 'g'):>8}" for f in factors)
+        published, predicted = x.ratios(solver), x.ratios(solver, 1.0)
         lines.append(f"  {solver} / PCG")
         lines.append(f"  {'cores':>6}{'nodes':>6}{'published':>10}{head}{'PCG comm %':>11}")
         for cores in crossover.CORES:
-            pub = x.published.get(cores, {})
-            ratio = (
-                f"{pub[solver] / pub['PCG']:10.3f}"
-                if solver in pub and "PCG" in pub
-                else (f"{'-':>10}")
-            )
-            pred = "".join(
-                f"{x.predicted[f][cores][solver] / x.predicted[f][cores]['PCG']:8.3f}"
-                for f in factors
-            )
+            pub = f"{published[cores]:10.3f}" if cores in published else f"{'-':>10}"
+            pred = "".join(f"{x.ratios(solver, f)[cores]:8.3f}" for f in factors)
             comm = 100 * (1 - x.shares[cores].get("compute", 0.0))
-            lines.append(f"  {cores:6d}{cores // 12:6d}{ratio}{pred}{comm:11.1f}")
-        said = lambda c: f"{c} cores" if c else "no core count"  # noqa: E731
+            nodes = cores // crossover.CORES_PER_NODE
+            lines.append(f"  {cores:6d}{nodes:6d}{pub}{pred}{comm:11.1f}")
+        both = sorted(set(published) & set(predicted))
+        errors = [abs(predicted[c] - published[c]) for c in both]
+        rho, pvalue = spearmanr([predicted[c] for c in both], [published[c] for c in both])
         lines.append(
-            f"  {solver} faster than PCG from: published {said(x.first(solver))}; predicted "
-            + ", ".join(f"{said(x.first(solver, f))} (x{f:g})" for f in factors)
+            f"  {solver} faster than PCG from: published {_from(x.first(solver))}; predicted "
+            + ", ".join(f"{_from(x.first(solver, f))} (x{f:g})" for f in factors)
+            + f"; at x1 the ratio's absolute error mean {sum(errors) / len(errors):.3f}, "
+            f"rank correlation {rho:+.2f} (p = {pvalue:.2g}) over {len(both)} core counts"
         )
     return "\n".join(lines)
 
