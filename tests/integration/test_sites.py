@@ -702,3 +702,38 @@ def test_the_local_site_plan():
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     total = next(ln.split() for ln in done.stdout.splitlines() if ln.startswith("total"))
     assert int(total[1]) + int(total[4]) > 0
+
+
+@pytest.mark.parametrize("site, relaunched", [("local:emu", True), ("vsc5", False)])
+def test_only_an_emulated_screening_is_launched_again(site, relaunched, tmp_path):
+    """FabricScreening's job script: on the emulated cluster a launch that died before the
+    program printed a line (Open MPI 4.1's MPI_Init race there) is made once more; on a
+    cluster a rank that dies is a finding and nothing is relaunched."""
+    args, env = ["-S", "FabricScreening.screen_nodes=4"], {}
+    if relaunched:
+        from localsite.cluster import EmulatedCluster
+
+        # The local site file reads what this machine is (./bench run writes it), and has
+        # its emu partition where SLURM_CONF is the emulated cluster's.
+        facts = dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path))
+        subprocess.run([PYTHON, "-m", "localsite.facts"], cwd=REPO, env=facts, check=True)
+        args += ["-p", "^openfoam-v1912-patched$"]
+        from topofoam import paths
+
+        env.update(SLURM_CONF=str(EmulatedCluster().conf), TOPOFOAM_RUN=str(paths.run_dir()))
+    done = reframe(
+        site, "--dry-run", "-n", "^FabricScreening$", *args, results=tmp_path,
+        config=REPO / "site-configs" / f"{site.split(':')[0]}.py", **env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    (script,) = tmp_path.glob("reframe/stage/*/*/*/FabricScreening*/rfm_job.sh")
+    text = script.read_text()
+    launches = [ln for ln in text.splitlines() if "/screening/screening " in ln]
+    if not relaunched:
+        assert len(launches) == 1 and "launched once more" not in text, text
+        return
+    first, again = launches
+    assert first.startswith("srun ") and again.startswith('if [ "$launched" -ne 0 ] && ! grep')
+    assert again.endswith(f"{first}; fi") and "launched once more" in again
+    assert text.splitlines()[text.splitlines().index(first) + 1] == "launched=$?"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
