@@ -15,7 +15,8 @@ run (the largest size at the most ranks) and its error there printed. The runs a
 
 damBreak2D (seed 001's case) is counted once per pressure solver (PCG, PiPePCG, RePiPePCG:
 ``topofoam.jobs.solvers`` puts it in place of PCG), with the patched libraries that have them,
-into ``calls-damBreak2D-<solver>.json``.
+into ``calls-damBreak2D-<solver>.json``; the solvers' sweeps are then timed in interleaved
+rounds (SWEEP_ROUNDS), and each solver's median step is the one its compute is taken from.
 
 ``decompositions``: every decomposition Table 4 needs (seed 000's cases at their published
 sizes on 2 to 10 nodes), with the time and peak memory of each; ``crossover``: seed 001's (damBreak2D at 2.04 M cells
@@ -27,9 +28,12 @@ Long work: run it with nothing else on the machine when its times are wanted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import random
 import re
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -59,6 +63,13 @@ PLAN = {
 }
 #: Cases counted once per pressure solver (seed 001's), each into a law of its own.
 SOLVERS = {"damBreak2D": ("PCG", "PiPePCG", "RePiPePCG")}
+#: Where solvers are compared, their sweeps (the compute: what the comparison turns on) are
+#: timed apart from the counts, in rounds of one run each in a shuffled order, each the
+#: counts' largest size on their fewest ranks for TIMED_STEPS steps: one run each minutes
+#: apart met this VM's slow and fast spells unequally (PiPePCG's sweep came out 1.9 times
+#: PCG's beside other work, 2026-11-30). A solver's step is the median of its rounds.
+SWEEP_ROUNDS = 5
+TIMED_STEPS = 20
 
 
 def _step_seconds(log: str) -> float | None:
@@ -112,6 +123,52 @@ def _counted(
     return per, seconds[1], arcs, prepared.cells
 
 
+def _timed(case: str, cells: int, ranks: int, env: dict, work: Path, solver: str) -> float:
+    """Seconds a step of ``case`` with ``solver``, uncounted (the counter's own cost out)."""
+    prepared = prepare(
+        Request(case, str(cells), subdomains=ranks, fixed_work=True, steps=TIMED_STEPS),
+        env=env,
+        progress=lambda _: None,
+    )
+    folder = work / f"{case}-{solver}-timed"
+    shutil.rmtree(folder, ignore_errors=True)
+    mine = prepared.copy_to(folder)
+    if solver != "PCG":
+        solvers.use(folder, solver)
+    outcome = run(mine, env=env)
+    seconds = _step_seconds(outcome.log.read_text(errors="replace"))
+    shutil.rmtree(folder, ignore_errors=True)
+    if seconds is None or any("solver" in p for p in outcome.problems):
+        raise ModelError(f"{case} with {solver} at {cells} cells on {ranks} ranks did not run")
+    return seconds
+
+
+def timed_sweeps(case: str, env: dict, work: Path, log) -> dict[str, list[float]]:
+    """{solver: its seconds a step in each round} (SWEEP_ROUNDS, interleaved)."""
+    sizes, ranks, _, _ = PLAN[case]
+    times: dict[str, list[float]] = {solver: [] for solver in SOLVERS[case]}
+    for k in range(SWEEP_ROUNDS):
+        order = list(SOLVERS[case])
+        random.Random(k).shuffle(order)
+        for solver in order:
+            times[solver].append(_timed(case, max(sizes), min(ranks), env, work, solver))
+        log(
+            f"publishedbench: {case} sweeps, round {k + 1}/{SWEEP_ROUNDS}: "
+            + ", ".join(f"{s} {1e3 * times[s][-1]:.1f} ms" for s in SOLVERS[case])
+            + " a step"
+        )
+    return times
+
+
+def with_timed_step(runs: list[law.Counted], seconds: list[float]) -> list[law.Counted]:
+    """``runs`` with the step of the largest on the fewest ranks (the one papers.compute_of
+    takes) the median of the interleaved rounds, not its counted run's."""
+    fewest = min(r.ranks for r in runs)
+    timed = max((r for r in runs if r.ranks == fewest), key=lambda r: r.cells)
+    step = statistics.median(seconds)
+    return [dataclasses.replace(r, step_s=step) if r is timed else r for r in runs]
+
+
 def counted_name(case: str, solver: str = "PCG") -> str:
     """The name of a case's counted runs and law: the case, or case-solver where it is
     counted once per solver (SOLVERS)."""
@@ -147,12 +204,37 @@ def calls(args) -> int:
     with tempfile.TemporaryDirectory(prefix="publishedbench-") as tmp:
         lib = mpicount.build(Path(tmp) / "lib")
         for case in args.case or list(PLAN):
-            for solver in SOLVERS.get(case, ("PCG",)):
-                runs = count_case(case, lib, _solver_env(env, case), Path(tmp), log, solver)
+            mine = _solver_env(env, case)
+            counted = {
+                solver: count_case(case, lib, mine, Path(tmp), log, solver)
+                for solver in SOLVERS.get(case, ("PCG",))
+            }
+            if case in SOLVERS:
+                times = timed_sweeps(case, mine, Path(tmp), log)
+                _say_sweeps(case, times)
+                counted = {s: with_timed_step(runs, times[s]) for s, runs in counted.items()}
+            for solver, runs in counted.items():
                 name = counted_name(case, solver)
                 law.save(runs, out / f"calls-{name}.json")
                 report(name, runs)
     return 0
+
+
+def _say_sweeps(case: str, times: dict[str, list[float]]) -> None:
+    """Each solver's median step with its interval, and its ratio to PCG's: the median of
+    the rounds' own ratios (paired: a round's runs met the same spell of this VM)."""
+    from topofoam.results import stats
+
+    for solver, seconds in times.items():
+        s = stats.summarise(seconds)
+        interval = f"{1e3 * s.low:.1f} to {1e3 * s.high:.1f} ms at {s.level:.0%}" if s.low else "-"
+        ratios = [a / b for a, b in zip(seconds, times["PCG"])]
+        print(
+            f"publishedbench: {case} with {solver}: {1e3 * s.median:.1f} ms a step (median of "
+            f"{s.n}; {interval}); PCG's x {statistics.median(ratios):.3f} (rounds "
+            f"{min(ratios):.3f} to {max(ratios):.3f})",
+            flush=True,
+        )
 
 
 def _solver_env(env: dict, case: str) -> dict:

@@ -141,3 +141,15 @@ def test_a_case_whose_calls_were_not_counted_gets_no_number(tmp_path):
     for row in rows:
         assert "no prediction: cannot read" in row and "publishedbench calls" in row
     assert "too few predicted cells (0)" in r.stdout
+
+
+def test_the_compute_run_takes_the_median_of_the_interleaved_rounds():
+    """Where solvers are compared (seed 001's), the run papers.compute_of reads (the largest
+    on the fewest ranks) gets the median of its interleaved timed rounds; the others keep
+    their counted steps."""
+    from localsite.publishedbench import with_timed_step
+
+    runs = [_run(c, r, 100, isend=40, step_s=0.1 * c / 1e4) for c in (1e4, 4e4) for r in (2, 4)]
+    timed = with_timed_step(runs, [0.9, 0.5, 0.7, 2.0, 0.6])
+    assert [r.step_s for r in timed] == [0.1, 0.1, 0.7, 0.4]
+    assert papers.compute_of(timed, 5e9).sweep_s == pytest.approx(0.7 / 2e4 / 20)
