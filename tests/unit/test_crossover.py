@@ -156,3 +156,12 @@ def test_the_table_sets_each_ratio_beside_the_published_one():
         "192 cores (x1), 96 cores (x2), 48 cores (x4)" in text
     )
     assert "over 9 core counts" in text
+
+
+def test_a_table_without_a_solver_s_row_is_refused_naming_it(tmp_path):
+    bad = tmp_path / "scaling.csv"
+    bad.write_text(
+        published.SCALING.read_text().replace("damBreak2D,optMULES+OFPiPePCG,", "damBreak2D,x,")
+    )
+    with pytest.raises(ModelError, match=r"no row damBreak2D,optMULES\+OFPiPePCG -- restore"):
+        crossover.published(published.scaling(bad))

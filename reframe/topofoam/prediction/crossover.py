@@ -10,9 +10,10 @@ Inputs, none fitted to a published runtime:
   * each solver's calls per rank and step: the law of its own counted runs, the same case in
     fixed work with PCG replaced (``python -m localsite.publishedbench calls --case
     damBreak2D``);
-  * each solver's compute: its cell sweep measured here (``papers.compute_of``: the pipelined
-    solvers' extra vector work shows in it), scaled by the memory bandwidth a core of seed
-    001's node has (``papers.TARGET_BANDWIDTH``);
+  * each solver's compute: its cell sweep measured here, the solvers timed in interleaved
+    rounds (``publishedbench``; ``papers.compute_of``: the pipelined solvers' extra vector
+    work shows in it), scaled by the memory bandwidth a core of seed 001's node has
+    (``papers.TARGET_BANDWIDTH``);
   * the link costs: seed 001 publishes none (its network is 40 Gb/s InfiniBand, its MPI
     MVAPICH2). They are seed 000 Table 2's hpc2 rows (Intel Xeon nodes over InfiniBand, the
     nearest published), and the inter-node latency is scaled by ``LATENCY_FACTORS`` to show
