@@ -81,6 +81,21 @@ def _step_seconds(log: str) -> float | None:
     return (times[-1] - times[0]) / (len(times) - 1)
 
 
+def _copy(case: str, cells: int, ranks: int, steps: int, env: dict, folder: Path, solver: str):
+    """The prepared case (fixed work, cached) copied into ``folder``, its PCG replaced by
+    ``solver``: (the prepared case, the copy)."""
+    prepared = prepare(
+        Request(case, str(cells), subdomains=ranks, fixed_work=True, steps=steps),
+        env=env,
+        progress=lambda _: None,
+    )
+    shutil.rmtree(folder, ignore_errors=True)
+    mine = prepared.copy_to(folder)
+    if solver != "PCG":
+        solvers.use(folder, solver)
+    return prepared, mine
+
+
 def _counted(
     lib: Path, case: str, cells: int, ranks: int, steps: int, env: dict, work: Path, solver: str
 ):
@@ -89,16 +104,8 @@ def _counted(
     ``solver``."""
     totals, seconds, arcs = [], [], 0.0
     for n in (steps, 2 * steps):
-        prepared = prepare(
-            Request(case, str(cells), subdomains=ranks, fixed_work=True, steps=n),
-            env=env,
-            progress=lambda _: None,
-        )
         folder = work / f"{case}-{cells}-{ranks}-{n}"
-        shutil.rmtree(folder, ignore_errors=True)
-        mine = prepared.copy_to(folder)
-        if solver != "PCG":
-            solvers.use(folder, solver)
+        prepared, mine = _copy(case, cells, ranks, n, env, folder, solver)
         counts = folder / "counts"
         outcome = run(mine, env=dict(env, **mpicount.preload(lib, counts)))
         failed = [p for p in outcome.problems if "solver" in p]
@@ -125,16 +132,8 @@ def _counted(
 
 def _timed(case: str, cells: int, ranks: int, env: dict, work: Path, solver: str) -> float:
     """Seconds a step of ``case`` with ``solver``, uncounted (the counter's own cost out)."""
-    prepared = prepare(
-        Request(case, str(cells), subdomains=ranks, fixed_work=True, steps=TIMED_STEPS),
-        env=env,
-        progress=lambda _: None,
-    )
     folder = work / f"{case}-{solver}-timed"
-    shutil.rmtree(folder, ignore_errors=True)
-    mine = prepared.copy_to(folder)
-    if solver != "PCG":
-        solvers.use(folder, solver)
+    _, mine = _copy(case, cells, ranks, TIMED_STEPS, env, folder, solver)
     outcome = run(mine, env=env)
     seconds = _step_seconds(outcome.log.read_text(errors="replace"))
     shutil.rmtree(folder, ignore_errors=True)
