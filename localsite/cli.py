@@ -122,7 +122,7 @@ def _reframe_command(
         "-C",
         str(CONFIG),
         # Only the check files the tags select: ReFrame loads every file it is given.
-        *(arg for f in checkfiles.for_tags(tags) for arg in ("-c", str(f))),
+        *checkfiles.tag_options(tags),
         "--system",
         f"local:{partition}",
         "--exec-policy",
@@ -739,8 +739,8 @@ def twin_command(args: argparse.Namespace) -> int:
         Path(env["TOPOFOAM_RESULTS"]).mkdir(parents=True, exist_ok=True)  # ReFrame logs there
         command = [
             str(Path(sys.executable).parent / "reframe"),
-            "-C", str(twin.site_file(args.site)), "--system", args.site, "-c", "reframe",
-            "-r", *args.reframe_args,
+            "-C", str(twin.site_file(args.site)), "--system", args.site,
+            *checkfiles.options(args.reframe_args), "-r", *args.reframe_args,
         ]  # fmt: skip
         print(f"bench: {' '.join(command[1:])} (results in {env['TOPOFOAM_RESULTS']})", flush=True)
         # ReFrame runs in a process group of its own, so that it hears one stop, ours, whether

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import PYTHON, REPO, one_line
 from localsite.benchrun import multinode_cases
+from topofoam.checks import checkfiles
 
 REFRAME = str(Path(PYTHON).parent / "reframe")
 
@@ -77,11 +78,13 @@ PITZDAILY_SOLVER = {"vsc5": "foamRun", "hpc2": "foamRun", "oci": "simpleFoam"}
 def reframe(
     site: str, *args: str, results: Path, config: Path | None = None, **env: str
 ) -> subprocess.CompletedProcess:
+    # Only the check files the -t patterns select, as ./bench run loads them: all of reframe/
+    # for a cluster site is about 11 s more a run (test_listing_counts_per_stage loads all).
     # TOPOFOAM_RESULTS names a folder that exists (ReFrame opens its log there first).
     results.mkdir(parents=True, exist_ok=True)
     config = config or f"site-configs/{site}.py"
     return subprocess.run(
-        [REFRAME, "-C", str(config), "--system", site, "-c", "reframe", *args],
+        [REFRAME, "-C", str(config), "--system", site, *checkfiles.options(list(args)), *args],
         cwd=REPO,
         capture_output=True,
         text=True,

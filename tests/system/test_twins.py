@@ -113,7 +113,7 @@ def test_multinode_check_runs_on_the_twin(site, tmp_path):
     env = twin_env(tmp_path, "10.77.32")
     done = bench_cli(
         "twin", site, "run", "--openfoam", "v1912", "--",
-        "-n", multinode_cases(repeat="0", nodes="1|2"), "-S", FEWER_STEPS,
+        "-t", "multinode", "-n", multinode_cases(repeat="0", nodes="1|2"), "-S", FEWER_STEPS,
         env=env, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -150,7 +150,7 @@ def test_ocis_twin_runs_both_nps_partitions_with_open_mpi_5(tmp_path):
     env = twin_env(tmp_path, "10.77.33")
     done = bench_cli(
         "twin", "oci", "run", "--openfoam", "v2512", "--",
-        "-n", multinode_cases(repeat="0", nodes="2"), "-S", FEWER_STEPS,
+        "-t", "multinode", "-n", multinode_cases(repeat="0", nodes="2"), "-S", FEWER_STEPS,
         env=env, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -179,7 +179,7 @@ def test_a_stopped_twin_run_cancels_its_job_and_leaves_nothing_running(tmp_path)
     case = multinode_cases(repeat="0", variant="standard", launcher="srun", nodes="1")
     run = subprocess.Popen(
         [PYTHON, "-m", "localsite.cli", "twin", "vsc5", "run", "--openfoam", "v1912", "--",
-         "-n", case, "-S", "MultiNodeRun.prerun_cmds=sleep 900"],
+         "-t", "multinode", "-n", case, "-S", "MultiNodeRun.prerun_cmds=sleep 900"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )  # fmt: skip

@@ -99,3 +99,23 @@ def test_tags_changed_at_run_time_load_every_file(tmp_path, hook):
     (library / "base.py").write_text("class Base:\n    def hook(self):\n        self.tags == 1\n")
     assert checkfiles.for_tags(["beta"], tmp_path) == [tmp_path]  # nothing selected: the folder
     assert checkfiles.for_tags(["alpha"], tmp_path) == [tmp_path / "a.py"]
+
+
+@pytest.mark.parametrize(
+    "args, tags",
+    [
+        (["-t", "p2p", "-n", "PingPong"], ["p2p"]),
+        (["--tag", "sweep", "--tag=cost", "-l"], ["cost", "sweep"]),
+        (["-n", "Inter1Run", "-r"], []),
+        (["-l", "-t"], []),  # a -t without its pattern selects nothing more
+    ],
+)
+def test_a_command_lines_tags_give_its_check_files(args, tags):
+    """``./bench twin run`` and the site tests narrow ReFrame's -c by the command line's
+    own -t patterns; without one, the whole folder."""
+    assert sorted(checkfiles.tags_of(args)) == tags
+    files = checkfiles.options(args)
+    assert files[::2] == ["-c"] * (len(files) // 2)
+    assert [Path(f) for f in files[1::2]] == checkfiles.for_tags(checkfiles.tags_of(args))
+    if not tags:
+        assert files == ["-c", str(CHECKS)]

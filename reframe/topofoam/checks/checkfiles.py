@@ -134,3 +134,21 @@ def for_tags(patterns: list[str], folder: Path = CHECKS) -> list[Path]:
         return [folder]
     files = [f for f, tree in trees.items() if f.parent == folder and needed(tree, patterns)]
     return files or [folder]
+
+
+def tags_of(reframe_args: list[str]) -> list[str]:
+    """The -t patterns of a ReFrame command line (``-t X``, ``--tag X``, ``--tag=X``); a form
+    not read here leaves its pattern out, and so loads more files, never fewer."""
+    tags = [arg.removeprefix("--tag=") for arg in reframe_args if arg.startswith("--tag=")]
+    pairs = zip(reframe_args, reframe_args[1:])
+    return tags + [value for option, value in pairs if option in ("-t", "--tag")]
+
+
+def tag_options(patterns: list[str], folder: Path = CHECKS) -> list[str]:
+    """ReFrame's -c options for a selection by these -t patterns (for_tags)."""
+    return [arg for f in for_tags(patterns, folder) for arg in ("-c", str(f))]
+
+
+def options(reframe_args: list[str], folder: Path = CHECKS) -> list[str]:
+    """ReFrame's -c options for a command line's own -t patterns."""
+    return tag_options(tags_of(reframe_args), folder)
