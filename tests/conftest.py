@@ -9,6 +9,7 @@ unit``):
 Everything runs the real programs on this machine; nothing is mocked.
 """
 
+import concurrent.futures
 import os
 import random
 import re
@@ -320,3 +321,53 @@ def one_line(done: subprocess.CompletedProcess, status: int, pattern: str) -> st
     last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
     assert re.search(pattern, last), last
     return last
+
+
+def selected(request, test_name: str) -> bool:
+    """Whether this session runs ``test_name`` (a ``-k`` may leave it out)."""
+    return any(getattr(item, "originalname", None) == test_name for item in request.session.items)
+
+
+def requested(request, test_name: str, param: str) -> list:
+    """The values of ``param`` with which this session runs ``test_name`` (a ``-k`` may pick
+    a few)."""
+    return [
+        item.callspec.params[param]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == test_name and hasattr(item, "callspec")
+    ]
+
+
+def side_by_side(work, args: list) -> dict:
+    """``work(arg)`` for every arg, as many at once as there are cores: for single-threaded
+    processes (a Spack run: clingo, then Python), two of which take the time of one. An
+    exception (a timeout, say) is kept as that arg's result, so that only its own test fails
+    (``outcome``) and not every test of the fixture."""
+
+    def kept(arg):
+        try:
+            return work(arg)
+        except Exception as error:  # noqa: BLE001 - handed to the arg's own test
+            return error
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(zip(args, pool.map(kept, args)))
+
+
+def outcome(results: dict, arg):
+    """``side_by_side``'s result for arg, its exception raised here, in arg's own test."""
+    result = results[arg]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def started(work, args: list) -> dict:
+    """``work(arg)`` for every arg, started now on a worker thread of its own, one at a time,
+    while the tests go on: arg -> its Future (``result()`` raises its exception in the test
+    that reads it). For a module's longest single-threaded commands, which then take the
+    second core while its other tests, one process each, take the first."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    futures = {arg: pool.submit(work, arg) for arg in args}
+    pool.shutdown(wait=False)
+    return futures

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, REPO, one_line
+from conftest import PYTHON, REPO, one_line, requested, selected, started
+from localsite import twinbench
 from localsite.benchrun import multinode_cases
 from topofoam.checks import checkfiles
 
@@ -125,6 +126,40 @@ def job_scripts(site: str, tmp_path: Path, *args: str, **env: str) -> dict[str, 
         scripts[f"{script.parts[-4]}/{script.parent.name}"] = script.read_text()
     assert scripts, done.stdout[-2000:]
     return scripts
+
+
+def whole_plan(site: str, results: Path) -> subprocess.CompletedProcess:
+    """The planner on every check of the site, nothing run yet, here or there."""
+    results.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [PYTHON, "-m", "topofoam.prediction.plan", "-C", f"site-configs/{site}.py"],
+        cwd=REPO,
+        env=dict(os.environ, TOPOFOAM_RESULTS=str(results)),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ahead(request, tmp_path_factory):
+    """This module's longest commands (about 3 min here), each one process on one core,
+    started with the module on a second core beside its other tests: the check classes a
+    twin run selects, then the whole plan, of each site the session tests."""
+    base = tmp_path_factory.mktemp("ahead")
+    twins = selected(request, "test_a_twins_every_check_run_selects_every_registered_check")
+    plans = requested(request, "test_the_whole_site_plan", "site")
+
+    def work(what):
+        kind, site = what
+        if kind == "checks":
+            return twinbench.checks(site)
+        return whole_plan(site, base / site)
+
+    return started(
+        work,
+        [("checks", s) for s in ("vsc5", "hpc2", "oci") if twins] + [("plan", s) for s in plans],
+    )
 
 
 def lines(script: str, prefix: str) -> list[str]:
@@ -265,15 +300,12 @@ def test_mpirun_with_a_rankfile_instead_of_srun(site, launch, tmp_path):
     assert "SLURM_HOSTFILE" not in script
 
 
-def test_a_twins_every_check_run_selects_every_registered_check():
+def test_a_twins_every_check_run_selects_every_registered_check(ahead):
     """localsite.twinbench runs the first case of each check ReFrame lists for a site: that
     list holds every check class the check files register (read from their source, not from
     ReFrame) but those that ask for stock OpenFOAM (``-reduction-schedule``), which no
     cluster site file has, so no other check is left out of a twin's full run."""
     import ast
-
-    from localsite import twinbench
-    from topofoam.checks import checkfiles
 
     def stock_only(check: ast.ClassDef) -> bool:
         return any(
@@ -291,7 +323,7 @@ def test_a_twins_every_check_run_selects_every_registered_check():
             (stock if stock_only(check) else registered).add(check.name)
     assert registered and stock, (registered, stock)
     for site in ("vsc5", "hpc2", "oci"):
-        assert set(twinbench.checks(site)) == registered, site
+        assert set(ahead["checks", site].result()) == registered, site
 
 
 @pytest.mark.parametrize("variant", ["global", r"global\+sums"])
@@ -655,18 +687,10 @@ STAGE_CHECKS = {
 
 
 @pytest.mark.parametrize("site", sorted(EXPECTED))
-def test_the_whole_site_plan(site, tmp_path):
+def test_the_whole_site_plan(site, ahead):
     """What an admin runs first: the plan of every check of the site, no selection. Each
     sweep stage plans the jobs the listing counts, every one a batch job; the total adds up."""
-    done = subprocess.run(
-        [PYTHON, "-m", "topofoam.prediction.plan", "-C", f"site-configs/{site}.py"],
-        cwd=REPO,
-        # nothing run yet, here or there
-        env=dict(os.environ, TOPOFOAM_RESULTS=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = ahead["plan", site].result()
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout.splitlines()
     assert out[0] == f"plan: {site}, from site-configs/{site}.py"

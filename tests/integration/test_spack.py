@@ -6,7 +6,6 @@ copy of spack.yaml beside links to spack/, site-configs/ and patches/, so a site
 spack.lock in the clone is never touched; the copy must come out byte-identical.
 """
 
-import concurrent.futures
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, outcome, requested, side_by_side
 from localsite import spack as offline_spack
 
 OVERLAY = REPO / "spack/repos/spack_repo/topofoam"
@@ -185,40 +184,6 @@ def test_a_missing_series_stops_spack(spack, tmp_path, missing):
     )
     assert done.returncode != 0
     assert f"{missing}: no patch series there" in done.stdout + done.stderr
-
-
-def requested(request, test_name: str, param: str) -> list:
-    """The values of ``param`` with which this session runs ``test_name`` (a ``-k`` may pick
-    a few)."""
-    return [
-        item.callspec.params[param]
-        for item in request.session.items
-        if getattr(item, "originalname", None) == test_name and hasattr(item, "callspec")
-    ]
-
-
-def side_by_side(work, args: list) -> dict:
-    """``work(arg)`` for every arg, as many at once as there are cores: each Spack run is one
-    single-threaded process (clingo, then Python), so two of them take the time of one. An
-    exception (a timeout, say) is kept as that arg's result, so that only its own test fails
-    (``outcome``) and not every test of the fixture."""
-
-    def kept(arg):
-        try:
-            return work(arg)
-        except Exception as error:  # noqa: BLE001 - handed to the arg's own test
-            return error
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return dict(zip(args, pool.map(kept, args)))
-
-
-def outcome(results: dict, arg):
-    """``side_by_side``'s result for arg, its exception raised here, in arg's own test."""
-    result = results[arg]
-    if isinstance(result, Exception):
-        raise result
-    return result
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_spack import environment_copy, side_by_side
+from test_spack import environment_copy
 
-from conftest import PYTHON, REPO, bench_cli, left_running, runs_on
+from conftest import PYTHON, REPO, bench_cli, left_running, runs_on, side_by_side
 from localsite import flavours, sources
 from localsite import spack as offline_spack
 

@@ -364,8 +364,8 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
         TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
         TOPOFOAM_EMU_SUBNET="10.77.11",
     )
-    # Three runs (1, 2, 4 nodes), each holding its nodes 10 s after the solver: the 4-node
-    # one is caught running within about 4 s (a poll a second, then 3 s for the solver).
+    # Three runs (1, 2, 4 nodes); the 4-node one holds its nodes 10 s after the solver, so
+    # that it is caught running within about 4 s (a poll a second, then 3 s for the solver).
     # 100 steps keep the solver's srun step on node4 when it dies: 10 steps of the cavity
     # (1 ms a step on one node since fixed work left GAMG its tolerance) ended first, and
     # the job finished on node1 before Slurm noticed node4 was gone.
@@ -383,7 +383,7 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
             "-n",
             "MultiNodeRun%repeat=0%variant=standard%launcher_kind=srun",
             "-S",
-            "MultiNodeRun.postrun_cmds=sleep 10",
+            "MultiNodeRun.postrun_cmds=test $SLURM_JOB_NUM_NODES -lt 4 || sleep 10",
             "-S",
             "PreparedCavityRanks.steps_override=100",
             # No rerun (./bench run reruns once on emu): it would wait for the dead node.
