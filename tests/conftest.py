@@ -323,6 +323,12 @@ def one_line(done: subprocess.CompletedProcess, status: int, pattern: str) -> st
     return last
 
 
+#: The spack.lock each site's environment copy got from this session's concretization
+#: (tests/integration/test_spack.py): site -> the lock, for later Spack runs of the same
+#: inputs, which then take their specs from it instead of concretizing again.
+SPACK_LOCKS = pytest.StashKey[dict]()
+
+
 def selected(request, test_name: str) -> bool:
     """Whether this session runs ``test_name`` (a ``-k`` may leave it out)."""
     return any(getattr(item, "originalname", None) == test_name for item in request.session.items)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, outcome, requested, side_by_side
+from conftest import REPO, SPACK_LOCKS, outcome, requested, side_by_side
 from localsite import spack as offline_spack
 
 OVERLAY = REPO / "spack/repos/spack_repo/topofoam"
@@ -200,7 +200,13 @@ def concretized(request, spack, tmp_path_factory):
         script = str(Path(__file__).with_name("spack_roots.py"))
         return env, done, spack.run("-e", str(env), "python", script, **extra)
 
-    return side_by_side(concretize, requested(request, "test_concretize_per_site", "site"))
+    done = side_by_side(concretize, requested(request, "test_concretize_per_site", "site"))
+    request.config.stash[SPACK_LOCKS] = {
+        site: result[0] / "spack.lock"
+        for site, result in done.items()
+        if not isinstance(result, Exception) and result[1].returncode == 0
+    }
+    return done
 
 
 @needs_spack
@@ -261,13 +267,21 @@ def mirror(spack, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def patched(request, spack, mirror, tmp_path_factory):
+def patched(request, spack, mirror, concretized, tmp_path_factory):
     """``spack patch`` of every requested spec whose archive the mirror has, side by side,
-    each in a copy of the environment: spec -> the finished run."""
+    each in a copy of the environment: spec -> the finished run. Where this session
+    concretized the environment without a site (test_concretize_per_site: all three
+    OpenFOAMs), each copy gets its lock, as ``spack -e . patch`` after a concretization
+    has it: Spack takes the spec from the lock instead of concretizing it again (about 70 s
+    a spec here)."""
     scope, absent = mirror
+    done = concretized.get(None)
+    lock = None if isinstance(done, Exception) or done is None else done[0] / "spack.lock"
 
     def patch(spec):
         env = environment_copy(tmp_path_factory.mktemp("env") / "env")
+        if lock is not None and lock.is_file():
+            shutil.copyfile(lock, env / "spack.lock")
         return spack.run("-C", str(scope), "-e", str(env), "patch", "--no-checksum", spec)
 
     wanted = requested(request, "test_spack_patch_stages_the_series", "spec")

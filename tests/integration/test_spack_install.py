@@ -19,7 +19,15 @@ from pathlib import Path
 import pytest
 from test_spack import environment_copy
 
-from conftest import PYTHON, REPO, bench_cli, left_running, runs_on, side_by_side
+from conftest import (
+    PYTHON,
+    REPO,
+    SPACK_LOCKS,
+    bench_cli,
+    left_running,
+    runs_on,
+    side_by_side,
+)
 from localsite import flavours, sources
 from localsite import spack as offline_spack
 
@@ -272,16 +280,18 @@ def test_a_changed_series_is_a_new_openfoam_not_the_installed_one(stopping, requ
 
 
 @needs_spack
-def test_a_stopped_install_continues_in_its_kept_stage(tmp_path):
+def test_a_stopped_install_continues_in_its_kept_stage(tmp_path, request):
     """The install is stopped (SIGTERM, as a job's end or a closed session sends) once it
     compiles; it says how to go on, and the rerun builds on in the same tree: nothing staged
     or patched again, the objects compiled before kept, not compiled again."""
     if org12_missing():
         pytest.skip(org12_missing())
     env = environment_copy(tmp_path / "env")
-    # The lock the local install kept for these inputs, where there is one: the install then
-    # builds at once instead of concretizing first (about 90 s; test_spack.py concretizes).
-    kept = offline_spack.kept_lock("local")
+    # The lock the local install kept for these inputs, or else the one this session's
+    # concretization of the local site wrote (test_spack.py), where there is one: the
+    # install then builds at once instead of concretizing first (about 90 s here).
+    concretized = request.config.stash.get(SPACK_LOCKS, {})
+    kept = offline_spack.kept_lock("local") or concretized.get("local")
     if kept:
         shutil.copyfile(kept, env / "spack.lock")
     scope = stage_scope(tmp_path, own_store=True)
