@@ -8,8 +8,10 @@ check's environment): what the job's hwloc, and so MPI's binding, would see on a
 BIOS NUMA setting or cores changed."""
 
 import json
+import math
 import os
 import re
+import statistics
 import subprocess
 
 import pytest
@@ -17,6 +19,8 @@ import yaml
 
 from conftest import PYTHON, REPO, bench_cli
 from localsite.slurm import LocalSlurm
+from topofoam.results import stats
+from topofoam.validation.sessions import validation_sessions
 
 
 def read_facts(results):
@@ -423,23 +427,83 @@ def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_re
     assert solver["detectable"].startswith("+"), solver
 
 
+#: The local solver's margin against a baseline of sessions (site-configs/local.py's
+#: validate_margins): the need the 15 % control is judged at.
+NEED = 0.10
+
+
+def session_medians(query):
+    """Each of QUERY's sessions' median solver wall time, oldest first, as the verdict reads
+    them (TOPOFOAM_RESULTS names the store)."""
+    found = validation_sessions(REPO / "site-configs" / "local.py", query)
+    return [
+        statistics.median(v)
+        for s in found
+        for k, v in s.samples.items()
+        if k.check == "SolverValidation" and k.metric == "wall"
+    ]
+
+
+def resolution(baseline, judged=3):
+    """The half-width, as a relative change, of the 95 % interval that ``judged`` unchanged
+    sessions judged together get against sessions of these medians (stats.drift, the
+    verdict's own): what the design resolves at the spread it measured."""
+    centre = math.exp(statistics.fmean(math.log(m) for m in baseline))
+    return stats.drift(baseline, [centre] * judged).high - 1
+
+
 def test_a_15_percent_slower_solver_fails_beside_unchanged_sessions_that_pass(
-    solver_sessions, tmp_path
+    solver_sessions, tmp_path, monkeypatch
 ):
     """Issue 54's first control at its size: against a baseline of eight sessions the local
     solver's margin is the need (10 %), not the one-session 50 %. Three unchanged sessions
     judged together PASS; three on a CPU quota that makes the solver about 15 % slower
-    FAIL, named."""
+    FAIL, named.
+
+    That holds where the machine's drift between sessions lets 3 sessions against 8 resolve
+    the need: the interval's half-width at the 8 sessions' measured spread within half the
+    margin, where unchanged sessions PASS 97.5 % of the time. It is decided from the
+    baseline's spread alone, before any verdict. Where the drift is larger (a 2-core VM
+    whose host alternates between states about 20 % apart within a minute, session 51) the
+    verdict rightly cannot PASS them, so the control is not claimed (xfail, with the spread
+    and the resolution reached); the fault must still never PASS there, and a baseline
+    refused must be refused in one line naming the session."""
     results = solver_sessions
+    monkeypatch.setenv("TOPOFOAM_RESULTS", str(results))
+    monkeypatch.setenv("SLURM_CONF", os.devnull)
+    base = session_medians(among("base-"))
+    assert len(base) == len(BASE), base
+    half = resolution(base)
+    spread = math.expm1(statistics.stdev(math.log(m) for m in base))
+    resolved = math.log1p(half) <= math.log1p(NEED) / 2
+    reached = (
+        f"the {len(base)} baseline sessions spread {spread * 100:.1f} % here: 3 sessions "
+        f"against them resolve +-{half * 100:.1f} %, "
+        + ("within" if resolved else "not within")
+        + f" half the {NEED * 100:g} % margin"
+    )
+    print(reached)
     out = tmp_path / "eight.yaml"
     taken = record_healthy(results, BASE, out)
+    if taken.returncode == 2 and not resolved:
+        # The drift itself put a session beyond the margin from the others: refused, named.
+        assert len(taken.stderr.strip().splitlines()) == 1, taken.stderr
+        assert "slower than the other sessions' median" in taken.stderr, taken.stderr
+        pytest.xfail(f"{reached}; the baseline was refused: {taken.stderr.strip()}")
     assert taken.returncode == 0, taken.stdout + taken.stderr
     (wall,) = [e for e in yaml.safe_load(out.read_text())["expectations"] if e["metric"] == "wall"]
-    assert wall["margin"] == 0.1 and len(wall["sessions"]) == 8, wall
-    steady, solver = judge_session(results, out, among("steady-"), together=True)
-    assert solver["status"] == "PASS", (steady.stdout + steady.stderr)[-3000:]
-    assert steady.returncode == 0 and "3 sessions" in solver["measured"], steady.stdout
+    assert wall["margin"] == NEED and len(wall["sessions"]) == 8, wall
+    steady, unchanged = judge_session(results, out, among("steady-"), together=True)
+    assert "3 sessions" in unchanged["measured"], steady.stdout
     fifteen, solver = judge_session(results, out, among("fifteen-"), together=True)
+    # A fault of the size an admin hunts never PASSes, whatever the drift.
+    assert solver["status"] != "PASS", (fifteen.stdout + fifteen.stderr)[-3000:]
+    if not resolved:
+        pytest.xfail(
+            f"{reached}; unchanged: {unchanged['status']}, quota {FIFTEEN}: {solver['status']}"
+        )
+    assert unchanged["status"] == "PASS", (steady.stdout + steady.stderr)[-3000:]
+    assert steady.returncode == 0
     assert fifteen.returncode == 1, (fifteen.stdout + fifteen.stderr)[-3000:]
     # A fault of the size an admin hunts, not the 2 x of the one-session control above.
     assert solver["status"] == "FAIL" and 1.10 < solver["ratio"] < 1.3, solver
