@@ -220,7 +220,7 @@ class EmulatedCluster(SlurmDaemons):
             if self.fabric:
                 self._build_fabric()
             self._network(state)
-            self._files()
+            self.write_files()
             self._daemons()
             self.wait_idle(timeout)
         except BaseException:
@@ -342,7 +342,9 @@ class EmulatedCluster(SlurmDaemons):
                     f"kernel needs the tbf qdisc (sch_tbf); unset {setting}"
                 )
 
-    def _files(self) -> None:
+    def write_files(self) -> None:
+        """The cluster's slurm.conf and the files it names, without its network or daemons
+        (start() runs it; a dry run's Slurm clients need only the configuration)."""
         r = self.root
         for sub in ("state", "log", "munge", "tmp"):
             (r / sub).mkdir(parents=True, exist_ok=True)

@@ -417,7 +417,10 @@ def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_re
         and "slower than the other sessions' median" in refused.stderr
     )
     assert len(refused.stderr.strip().splitlines()) == 1
-    taken = record_healthy(results, BASE[:3], out)
+    # Three sessions: one in this VM's slow state (about 20 % slower, 3 sessions of 8 in
+    # session 51) beside two fast ones is refused; each retry lands in it again about 4
+    # times in 10, so 4 retries leave about 1 % of such baselines refused.
+    taken = record_healthy(results, BASE[:3], out, again=4)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     entries = yaml.safe_load(out.read_text())["expectations"]
     assert entries and all(len(e["sessions"]) == 3 for e in entries)
