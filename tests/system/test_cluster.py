@@ -224,23 +224,15 @@ def test_each_node_keeps_its_shared_memory_to_itself(cluster, hello):
 def test_openfoam_across_two_nodes(cluster, tmp_path):
     case = decomposed_case(tmp_path / "cavity", (20, 20, 1), 4)
     env = dict(foam_env(), **cluster.client_env())
-    done = subprocess.run(
-        [
-            "srun",
-            "-N",
-            "2",
-            "--ntasks-per-node=2",
-            "--mpi=pmix",
-            "icoFoam",
-            "-parallel",
-            "-case",
-            str(case),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    command = ["srun", "-N", "2", "--ntasks-per-node=2", "--mpi=pmix"]
+    command += ["icoFoam", "-parallel", "-case", str(case)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0 and not re.search(r"^Exec\s*:", done.stdout, re.M):
+        # Died before OpenFOAM's header, which follows MPI_Init: Open MPI 4.1's start-up
+        # SIGSEGV where emulated nodes share cores (about 1 launch in 40; the CI of 9ee774a),
+        # launched once more as the emulated screening does (reframe/validate.py).
+        print(f"launched once more after: {done.stderr[-600:]}")
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     hosts = re.search(r"^Hosts\s*:\s*\n\(\n(.*?)\n\)", done.stdout, re.M | re.S).group(1)
     assert sorted(hosts.split()) == ["(node1", "(node2", "2)", "2)"]
