@@ -448,11 +448,11 @@ def session_medians(query):
 
 
 def resolution(baseline, judged=3):
-    """The half-width, as a relative change, of the 95 % interval that ``judged`` unchanged
-    sessions judged together get against sessions of these medians (stats.drift, the
-    verdict's own): what the design resolves at the spread it measured."""
+    """The verdict's own comparison (stats.drift) of ``judged`` unchanged sessions, at the
+    baseline's centre, against sessions of these medians: its ``high`` - 1 is the interval's
+    half-width, what the design resolves at the spread it measured (``spread``)."""
     centre = math.exp(statistics.fmean(math.log(m) for m in baseline))
-    return stats.drift(baseline, [centre] * judged).high - 1
+    return stats.drift(baseline, [centre] * judged)
 
 
 def test_a_15_percent_slower_solver_fails_beside_unchanged_sessions_that_pass(
@@ -476,8 +476,8 @@ def test_a_15_percent_slower_solver_fails_beside_unchanged_sessions_that_pass(
     monkeypatch.setenv("SLURM_CONF", os.devnull)
     base = session_medians(among("base-"))
     assert len(base) == len(BASE), base
-    half = resolution(base)
-    spread = math.expm1(statistics.stdev(math.log(m) for m in base))
+    drift = resolution(base)
+    half, spread = drift.high - 1, drift.spread
     resolved = math.log1p(half) <= math.log1p(NEED) / 2
     reached = (
         f"the {len(base)} baseline sessions spread {spread * 100:.1f} % here: 3 sessions "
