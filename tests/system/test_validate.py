@@ -20,6 +20,7 @@ import yaml
 from conftest import PYTHON, REPO, bench_cli
 from localsite.slurm import LocalSlurm
 from topofoam.results import stats
+from topofoam.validation.expectations import recurring
 from topofoam.validation.sessions import validation_sessions
 
 
@@ -365,19 +366,20 @@ def record_healthy(results, tags, out, *, again=2):
     degraded is validated again and the record retried with the new session in its place,
     ``again`` times at most. This VM's host slows now and then for a minute (a CI's eighth
     base session came out 13 % slower than the other seven, which spread 3 %), and a
-    baseline must be healthy; the refusals are printed. The last record's outcome."""
+    baseline must be healthy; the refusals are printed. The last record's outcome, and the
+    tags it recorded."""
     tags = list(tags)
     for _ in range(again):
         done = record_sessions(results, tags, out)
         named = re.search(r"tag=(base-[^,)]+)", done.stderr)
         if done.returncode != 2 or not named or named[1] not in tags:
-            return done
+            return done, tags
         print(f"record refused, validated again: {done.stderr.strip()}")
         tag = f"{named[1]}-again"
         rerun = validate(results, tag, reframe_args=only("SolverValidation"))
         assert rerun.returncode in (0, 1, 3), shown(rerun)
         tags[tags.index(named[1])] = tag
-    return record_sessions(results, tags, out)
+    return record_sessions(results, tags, out), tags
 
 
 def among(prefix):
@@ -420,7 +422,7 @@ def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_re
     # Three sessions: one in this VM's slow state (about 20 % slower, 3 sessions of 8 in
     # session 51) beside two fast ones is refused; each retry lands in it again about 4
     # times in 10, so 4 retries leave about 1 % of such baselines refused.
-    taken = record_healthy(results, BASE[:3], out, again=4)
+    taken, _ = record_healthy(results, BASE[:3], out, again=4)
     assert taken.returncode == 0, taken.stdout + taken.stderr
     entries = yaml.safe_load(out.read_text())["expectations"]
     assert entries and all(len(e["sessions"]) == 3 for e in entries)
@@ -487,13 +489,19 @@ def test_a_15_percent_slower_solver_fails_beside_unchanged_sessions_that_pass(
     )
     print(reached)
     out = tmp_path / "eight.yaml"
-    taken = record_healthy(results, BASE, out)
+    taken, recorded = record_healthy(results, BASE, out)
     if taken.returncode == 2 and not resolved:
         # The drift itself put a session beyond the margin from the others: refused, named.
         assert len(taken.stderr.strip().splitlines()) == 1, taken.stderr
         assert "slower than the other sessions' median" in taken.stderr, taken.stderr
         pytest.xfail(f"{reached}; the baseline was refused: {taken.stderr.strip()}")
     assert taken.returncode == 0, taken.stdout + taken.stderr
+    print(taken.stdout.strip())
+    # A slower state of the host that recurred among the 8 is kept, and said so.
+    kept = recurring(
+        validation_sessions(REPO / "site-configs" / "local.py", f"?tag in {tuple(recorded)!r}")
+    )
+    assert ("a state of the host that recurred" in taken.stdout) == bool(kept), taken.stdout
     (wall,) = [e for e in yaml.safe_load(out.read_text())["expectations"] if e["metric"] == "wall"]
     assert wall["margin"] == NEED and len(wall["sessions"]) == 8, wall
     steady, unchanged = judge_session(results, out, among("steady-"), together=True)

@@ -124,6 +124,36 @@ def test_a_degraded_session_is_refused_as_part_of_a_baseline():
     expectations.from_sessions(baseline(4))  # the fault-free control is accepted
 
 
+def two_state_baseline(k=8, slow=3):
+    """A host whose cores alternate between two states 20 % apart (session 51's VM): ``slow``
+    of ``k`` sessions in the slower one."""
+    slower = range(1, 2 * slow, 2)  # interleaved with the faster one
+    return [a_session(n, slower=1.2 if n in slower else 1.0) for n in range(k)]
+
+
+@pytest.mark.parametrize("k,slow", [(8, 3), (8, 2), (4, 2)])
+def test_a_slower_state_that_recurs_is_kept_in_the_baseline_and_said(k, slow):
+    base = two_state_baseline(k, slow)
+    assert sum(s.samples[WALL][0] > 11.0 for s in base) == slow
+    assert expectations.from_sessions(base)
+    (said,) = expectations.recurring(base)
+    assert said.startswith(f"{WALL}: {slow} of {k} sessions (")
+    assert "% slower than the other sessions' median, alike: a state of the host" in said
+    fast = [s for s in base if s.samples[WALL][0] < 11.0]
+    assert expectations.recurring(fast) == []  # the control: one state, nothing to say
+
+
+def test_a_degraded_session_is_refused_on_a_two_state_host():
+    """The slower state recurring does not excuse a session slower than it by more than the
+    margin: 40 % beside a state 20 % slower is one degraded session."""
+    base = two_state_baseline(8, 3)
+    base.append(a_session(8, slower=1.4))
+    with pytest.raises(SessionError) as e:
+        expectations.from_sessions(base)
+    assert str(e.value).startswith(f"session {base[8].label()}: SolverValidation on site:part")
+    assert "(and " not in str(e.value)  # the recurring state is not refused beside it
+
+
 def test_a_session_with_a_failed_case_is_refused_as_part_of_a_baseline():
     base = baseline(3)
     base[1].failed = ["SolverValidation %repeat=0 on site:part: sanity error"]

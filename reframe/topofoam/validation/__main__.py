@@ -297,6 +297,8 @@ def _record_baseline(args) -> int:
         f"validation: recorded {len(new)} expectation(s) of {system} in {path} from "
         f"{len(found)} sessions ({found[0].label()} to {found[-1].label()})"
     )
+    for line in expectations.recurring(found):
+        print(f"note: {line}")
     return 0
 
 

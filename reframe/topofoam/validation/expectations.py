@@ -210,6 +210,8 @@ MIN_SESSIONS = 3
 #: How many scaled MADs of the other sessions a baseline session may be worse by (the
 #: screening's rule, topofoam.validation.screening.K).
 DEGRADED_K = 3.5
+#: How many sessions alike a worse state needs to be the host's, not one degraded session.
+RECURS = 2
 
 
 def from_sessions(
@@ -255,10 +257,10 @@ def _median_in(session: Session, key, unit: str) -> float:
 def degraded(baseline: list[Session], published: list[Expectation] = ()) -> list[str]:
     """Why sessions of a would-be baseline cannot be part of it, one line each: failed test
     cases (a screening that named an outlier node or link among them), values that are not
-    measurements, a measurement worse than the other sessions' median by more than
-    DEGRADED_K scaled MADs of theirs AND by more than its margin (a slow first session would
-    otherwise become what is expected), or worse than a ``published`` value (an expectation
-    with a value) by more than that value's margin."""
+    measurements, a measurement worse than the other sessions' (``worse_states``) that no
+    other session shares (a slow first session would otherwise become what is expected),
+    or worse than a ``published`` value (an expectation with a value) by more than that
+    value's margin."""
     out = []
     for s in baseline:
         if s.failed or s.invalid:
@@ -273,6 +275,45 @@ def degraded(baseline: list[Session], published: list[Expectation] = ()) -> list
                     f"worse than {e.source}'s {e.value:.4g} {e.unit} (margin "
                     f"{e.margin * 100:g} %)"
                 )
+    for key, margin, states in worse_states(baseline):
+        how = "slower" if better(baseline[-1].units[key]) == "lower" else "lower"
+        lone = sorted(member for state in states if len(state) < RECURS for member in state)
+        for i, fraction in lone:  # oldest first
+            out.append(
+                f"session {baseline[i].label()}: {key} is {fraction * 100:.1f} % {how} than "
+                f"the other sessions' median (margin {margin * 100:g} %)"
+            )
+    return out
+
+
+def recurring(baseline: list[Session]) -> list[str]:
+    """The worse states a baseline keeps, one line each: a measurement on which RECURS or
+    more sessions are alike and worse than the others' (``worse_states``). A host whose
+    cores alternate between two states (a shared virtual machine's) shows its slower one in
+    several sessions, and a baseline of the faster state alone would judge its normal
+    variation as worse; kept, the slower state widens the baseline's spread, and with it the
+    smallest change every verdict line states it detects."""
+    out = []
+    for key, _margin, states in worse_states(baseline):
+        for state in (state for state in states if len(state) >= RECURS):
+            how = "slower" if better(baseline[-1].units[key]) == "lower" else "lower"
+            out.append(
+                f"{key}: {len(state)} of {len(baseline)} sessions "
+                f"({', '.join(baseline[i].label().split(' (')[0] for i, _ in state)}) are "
+                f"{min(f for _, f in state) * 100:.1f} to {max(f for _, f in state) * 100:.1f} "
+                f"% {how} than the other "
+                f"sessions' median, alike: a state of the host that recurred, kept in the "
+                f"baseline"
+            )
+    return out
+
+
+def worse_states(baseline: list[Session]):
+    """For each measurement all sessions made: (key, margin, states), where each state lists
+    the sessions, as (index, fraction worse), that are worse than the other sessions' median
+    by more than DEGRADED_K scaled MADs of theirs AND by more than the margin, grouped with
+    those within the margin of each other (a ratio of 1 + margin at most, chained): one
+    session alone is a degraded one; RECURS or more alike are a state of the host."""
     for key in sorted(set.intersection(*(set(s.samples) for s in baseline))):
         unit = baseline[-1].units[key]
         way = better(unit)
@@ -280,20 +321,24 @@ def degraded(baseline: list[Session], published: list[Expectation] = ()) -> list
         worse = [  # larger is worse
             m if way == "lower" else 1 / m for m in (_median_in(s, key, unit) for s in baseline)
         ]
-        for i, s in enumerate(baseline):
+        flagged = []
+        for i in range(len(baseline)):
             others = worse[:i] + worse[i + 1 :]
             centre = statistics.median(others)
             mad = 1.4826 * statistics.median(abs(v - centre) for v in others)
             if worse[i] > centre * (1 + margin) and worse[i] > centre + DEGRADED_K * mad:
-                if way == "lower":
-                    how = f"{(worse[i] / centre - 1) * 100:.1f} % slower than"
-                else:
-                    how = f"{(1 - centre / worse[i]) * 100:.1f} % lower than"
-                out.append(
-                    f"session {s.label()}: {key} is {how} the other sessions' median "
-                    f"(margin {margin * 100:g} %)"
+                # a time this much longer, a rate this much lower
+                flagged.append(
+                    (i, worse[i] / centre - 1 if way == "lower" else 1 - centre / worse[i])
                 )
-    return out
+        states = []
+        for i, fraction in sorted(flagged, key=lambda f: worse[f[0]]):
+            if states and worse[i] <= worse[states[-1][-1][0]] * (1 + margin):
+                states[-1].append((i, fraction))
+            else:
+                states.append([(i, fraction)])
+        if states:
+            yield key, margin, states
 
 
 #: A published value's margin. Seed 000 Table 2 measured OpenFOAM's own exchange (Pstream)
