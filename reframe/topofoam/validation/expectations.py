@@ -275,8 +275,7 @@ def degraded(baseline: list[Session], published: list[Expectation] = ()) -> list
                     f"worse than {e.source}'s {e.value:.4g} {e.unit} (margin "
                     f"{e.margin * 100:g} %)"
                 )
-    for key, margin, states in worse_states(baseline):
-        how = "slower" if better(baseline[-1].units[key]) == "lower" else "lower"
+    for key, margin, how, states in worse_states(baseline):
         lone = sorted(member for state in states if len(state) < RECURS for member in state)
         for i, fraction in lone:  # oldest first
             out.append(
@@ -294,9 +293,8 @@ def recurring(baseline: list[Session]) -> list[str]:
     variation as worse; kept, the slower state widens the baseline's spread, and with it the
     smallest change every verdict line states it detects."""
     out = []
-    for key, _margin, states in worse_states(baseline):
+    for key, _margin, how, states in worse_states(baseline):
         for state in (state for state in states if len(state) >= RECURS):
-            how = "slower" if better(baseline[-1].units[key]) == "lower" else "lower"
             out.append(
                 f"{key}: {len(state)} of {len(baseline)} sessions "
                 f"({', '.join(baseline[i].label().split(' (')[0] for i, _ in state)}) are "
@@ -309,7 +307,8 @@ def recurring(baseline: list[Session]) -> list[str]:
 
 
 def worse_states(baseline: list[Session]):
-    """For each measurement all sessions made: (key, margin, states), where each state lists
+    """For each measurement all sessions made: (key, margin, how, states), ``how`` the word
+    for worse ("slower" for a time, "lower" for a rate), where each state lists
     the sessions, as (index, fraction worse), that are worse than the other sessions' median
     by more than DEGRADED_K scaled MADs of theirs AND by more than the margin, grouped with
     those within the margin of each other (a ratio of 1 + margin at most, chained): one
@@ -338,7 +337,7 @@ def worse_states(baseline: list[Session]):
             else:
                 states.append([(i, fraction)])
         if states:
-            yield key, margin, states
+            yield key, margin, "slower" if way == "lower" else "lower", states
 
 
 #: A published value's margin. Seed 000 Table 2 measured OpenFOAM's own exchange (Pstream)
