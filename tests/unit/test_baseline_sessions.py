@@ -154,6 +154,42 @@ def test_a_degraded_session_is_refused_on_a_two_state_host():
     assert "(and " not in str(e.value)  # the recurring state is not refused beside it
 
 
+def with_margin(base, margin):
+    for s in base:
+        s.margins = {WALL: margin}
+    return base
+
+
+def test_a_slower_state_of_several_levels_is_one_state():
+    """A slower state is seldom one level: 12, 21 and 31 % slower beside five fast sessions,
+    at a 25 % margin, only the 31 % one is beyond the margin, and the others, each within the
+    margin of the next and nearer to it than to the fast sessions, are its state (before,
+    the 31 % one was refused alone, and the baseline judged the host's slower state worse)."""
+    base = with_margin(
+        [a_session(n, slower=s) for n, s in enumerate((1.0, 1.12, 1.0, 1.21, 1.0, 1.31, 1.0, 1.0))],
+        0.25,
+    )
+    assert expectations.from_sessions(base)
+    (said,) = expectations.recurring(base)
+    assert said.startswith(f"{WALL}: 3 of 8 sessions (")
+    named = said.split(" (")[2].split(")")[0].split(", ")  # after the key's own "(env)"
+    assert named == [base[n].label().split(" (")[0] for n in (1, 3, 5)]
+
+
+def test_a_session_near_the_others_does_not_excuse_a_degraded_one():
+    """The control: a session 6 % slower (unusual against a 1 % drift, within the margin) is
+    nearer to the others than to one 55 % slower, at a 50 % margin, so that one stays alone
+    and is refused, though the two are within the margin of each other."""
+    base = with_margin(
+        [a_session(n, slower=s) for n, s in enumerate((1.0, 1.06, 1.0, 1.0, 1.0, 1.55, 1.0))],
+        0.5,
+    )
+    with pytest.raises(SessionError) as e:
+        expectations.from_sessions(base)
+    assert str(e.value).startswith(f"session {base[5].label()}: SolverValidation on site:part")
+    assert "(margin 50 %)" in str(e.value)
+
+
 def test_a_session_with_a_failed_case_is_refused_as_part_of_a_baseline():
     base = baseline(3)
     base[1].failed = ["SolverValidation %repeat=0 on site:part: sanity error"]
