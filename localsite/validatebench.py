@@ -3,18 +3,20 @@
     python -m localsite.validatebench [--baseline 8] [--unchanged 9] [--together 3]
                                       [--fractions 0.86]
 
-runs ``--baseline`` validation sessions (``./bench validate``) and records them together as the
-expectations (``python -m topofoam.validation record --sessions``: each expectation holds
-every session's median, and is checked for a degraded session first), then runs the
-validation selection ``--unchanged`` times with nothing changed (every FAIL there is a false
-alarm), then ``--together`` sessions under each CPU quota fraction (localsite.cpuquota: a
-machine 1 / fraction times slower in CPU time; the solver's measured change is what counts,
-as MPI's busy polling meets CFS throttling). Each session is judged alone (``./bench
-validate``'s verdict), and each run of ``--together`` consecutive sessions of one state is
-judged as one (``judge --sessions``: their medians' mean, where the drift between sessions
-averages out). It prints per verdict its counts, the solver's measured change and the
-smallest worsening of each measurement it could detect. Root only (the quota). Run it with
-nothing else on the machine: it is a timing.
+runs ``--baseline`` validation sessions (``./bench validate``), ``--unchanged`` sessions with
+nothing changed (every FAIL among them is a false alarm) and ``--together`` sessions under
+each CPU quota fraction (localsite.cpuquota: a machine 1 / fraction times slower in CPU time;
+the solver's measured change is what counts, as MPI's busy polling meets CFS throttling),
+interleaved evenly in one order, so that the machine's drift over the half hour they take
+falls on the baseline and on the sessions judged alike (run one after the other, a host
+that got 20 % faster after the baseline hid a 15 % fault, session 52). Then it records the
+baseline sessions together as the expectations (``python -m topofoam.validation record
+--sessions``: each expectation holds every session's median, checked for a degraded session
+first), judges each other session alone (``judge --session``), and each run of ``--together``
+sessions of one state as one (``judge --sessions``: their medians' mean, where the drift
+between sessions averages out). It prints per verdict its counts, the solver's measured
+change and the smallest worsening of each measurement it could detect. Root only (the
+quota). Run it with nothing else on the machine: it is a timing.
 """
 
 from __future__ import annotations
@@ -29,32 +31,47 @@ from localsite.benchrun import BENCH, as_root
 from topofoam import paths
 
 
-def _session(tag: str, fraction: float | None, record: bool = False) -> dict:
-    command = [BENCH, "validate", "--session-tag", tag] + (["--record"] if record else [])
+def _session(tag: str, fraction: float | None) -> dict:
+    """One validation session, tagged; its own verdict (against whatever expectations there
+    were when it ran) is not the one that counts."""
+    command = [BENCH, "validate", "--session-tag", tag]
     if fraction is not None:
         command = [sys.executable, "-m", "localsite.cpuquota", str(fraction), "--", *command]
     began = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, cwd=paths.REPO)
-    took = time.monotonic() - began
-    if record:
-        return {"tag": tag, "exit": done.returncode, "took": took}
-    return _verdict(tag, done.returncode, took)
+    return {"tag": tag, "exit": done.returncode, "took": time.monotonic() - began}
 
 
-def _together(tags: list[str]) -> dict:
-    """The sessions ``tags`` judged as one against the recorded baseline."""
+def _judged(tags: list[str], took: float) -> dict:
+    """The sessions ``tags`` judged as one (one session alone) against the recorded
+    baseline."""
+    _verdict_file().unlink(missing_ok=True)  # a judge that writes none leaves no stale one
     began = time.monotonic()
+    query = ["--session", f"?tag == {tags[0]!r}"] if len(tags) == 1 else [
+        "--sessions", f"?tag in {tuple(tags)!r}"]  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "topofoam.validation", "judge", "-C", "site-configs/local.py",
-         "--sessions", f"?tag in {tuple(tags)!r}"],
+         *query],
         capture_output=True, text=True, cwd=paths.REPO,
     )  # fmt: skip
-    label = f"{tags[0]}..{tags[-1].rsplit('-', 1)[-1]}"
-    return _verdict(label, done.returncode, time.monotonic() - began)
+    label = tags[0] if len(tags) == 1 else f"{tags[0]}..{tags[-1].rsplit('-', 1)[-1]}"
+    return _verdict(label, done.returncode, took or time.monotonic() - began)
+
+
+def interleaved(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """(state, its session's number from 1) for every session of every state, each state's
+    sessions spread evenly over the whole order: the i-th of n sits at (i + 1/2) / n of it."""
+    at = [((i + 0.5) / n, k, name, i + 1) for k, (name, n) in enumerate(counts.items())
+          for i in range(n)]  # fmt: skip
+    return [(name, number) for _, _, name, number in sorted(at)]
+
+
+def _verdict_file():
+    return paths.results_dir() / "validation" / "verdict-local.json"
 
 
 def _verdict(tag: str, exit_status: int, took: float) -> dict:
-    verdict_file = paths.results_dir() / "validation" / "verdict-local.json"
+    verdict_file = _verdict_file()
     if not verdict_file.exists():
         return {"tag": tag, "exit": exit_status, "took": took}
     verdict = json.loads(verdict_file.read_text())
@@ -83,7 +100,7 @@ def _verdict(tag: str, exit_status: int, took: float) -> dict:
 
 def _print(s: dict) -> None:
     if "verdict" not in s:
-        print(f"{s['tag']:>14}: recorded (exit {s['exit']}), {s['took']:.0f} s", flush=True)
+        print(f"{s['tag']:>14}: no verdict (exit {s['exit']})", flush=True)
         return
     c = s["counts"]
     solver = (
@@ -117,28 +134,30 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     stamp = time.strftime("%Y%m%dT%H%M%S")
     print(f"validatebench: results under {paths.results_dir()}, tags {stamp}-*", flush=True)
-    tags = [f"{stamp}-base{i + 1}" for i in range(args.baseline)]
-    for tag in tags:
-        _print(_session(tag, None, record=True))
+    quota = {f"quota{f}": float(f) for f in args.fractions.split(",") if f}
+    counts = {"base": args.baseline, "same": args.unchanged} | dict.fromkeys(quota, args.together)
+    ran: dict[str, list[dict]] = {name: [] for name in counts}
+    for name, number in interleaved(counts):
+        s = _session(f"{stamp}-{name}-{number}", quota.get(name))
+        ran[name].append(s)
+        print(f"{s['tag']:>14}: ran (exit {s['exit']}), {s['took']:.0f} s", flush=True)
+    base = [s["tag"] for s in ran["base"]]
     recorded = subprocess.run(
         [sys.executable, "-m", "topofoam.validation", "record", "-C", "site-configs/local.py",
-         "--sessions", f"?tag in {tuple(tags)!r}"],
+         "--sessions", f"?tag in {tuple(base)!r}"],
         capture_output=True, text=True, cwd=paths.REPO,
     )  # fmt: skip
     print(f"validatebench: {(recorded.stdout + recorded.stderr).strip()}", flush=True)
     if recorded.returncode != 0:
         return 1
-    states = [("same", None, args.unchanged)] + [
-        (f"quota{f}", float(f), args.together) for f in args.fractions.split(",") if f
-    ]
     alone, together = {}, {}
-    for name, fraction, count in states:
-        run = [f"{stamp}-{name}-{i + 1}" for i in range(count)]
-        alone[name] = [_session(tag, fraction) for tag in run]
+    for name in (n for n in counts if n != "base"):
+        alone[name] = [_judged([s["tag"]], s["took"]) for s in ran[name]]
         for s in alone[name]:
             _print(s)
-        groups = [run[i : i + args.together] for i in range(0, count, args.together)]
-        together[name] = [_together(g) for g in groups if len(g) == args.together > 1]
+        tags = [s["tag"] for s in ran[name]]
+        groups = [tags[i : i + args.together] for i in range(0, len(tags), args.together)]
+        together[name] = [_judged(g, 0) for g in groups if len(g) == args.together > 1]
         for s in together[name]:
             _print(s)
     for label, judged in (("alone", alone["same"]), ("together", together["same"])):
