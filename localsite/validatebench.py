@@ -1,6 +1,6 @@
 """How far the validation verdict can be trusted on this machine (docs/timings.md).
 
-    python -m localsite.validatebench [--baseline 8] [--unchanged 9] [--together 3]
+    python -m localsite.validatebench [--baseline 8] [--unchanged 10] [--together 3]
                                       [--fractions 0.86]
 
 runs ``--baseline`` validation sessions (``./bench validate``), ``--unchanged`` sessions with
@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     # degrees of freedom); with 3 sessions about 5, wider than the local solver's 10 % at this
     # machine's 3 % drift between sessions.
     p.add_argument("--baseline", type=int, default=8, help="sessions recorded as the baseline")
-    p.add_argument("--unchanged", type=int, default=9)
+    # 10: issue 54 asks for at least 10 unchanged sessions (0 FAIL, at most 1 INCONCLUSIVE).
+    p.add_argument("--unchanged", type=int, default=10)
     p.add_argument("--together", type=int, default=3, help="sessions of one state judged as one")
     p.add_argument("--fractions", default="0.86", help="CPU quotas (0.86: the solver about +15 %%)")
     args = p.parse_args(argv)
