@@ -175,16 +175,28 @@ def internal_pairs(graph: CellGraph) -> np.ndarray:
     return pairs
 
 
+def mesh_graph(case: Path) -> CellGraph:
+    """The cell graph of a meshed case (a snappyHexMesh mesh, which no dictionary
+    determines), from its constant/polyMesh: what SCOTCH partitions."""
+    owner, neighbour, cells = _owner_neighbour(case)
+    u, v = owner[: len(neighbour)], neighbour
+    return _rows(cells, np.concatenate([u, v]), np.concatenate([v, u]), str(case))
+
+
 def mesh_pairs(case: Path) -> np.ndarray:
     """The same pairs read from a meshed case's constant/polyMesh (owner, neighbour)."""
+    owner, neighbour, cells = _owner_neighbour(case)
+    a, b = owner[: len(neighbour)], neighbour
+    pairs = np.minimum(a, b) * cells + np.maximum(a, b)
+    pairs.sort()
+    return pairs
+
+
+def _owner_neighbour(case: Path) -> tuple[np.ndarray, np.ndarray, int]:
     mesh = Path(case) / "constant" / "polyMesh"
     try:
         owner = np.asarray(FoamFile(mesh / "owner")[None], dtype=np.int64)
         neighbour = np.asarray(FoamFile(mesh / "neighbour")[None], dtype=np.int64)
     except FileNotFoundError:
         raise CaseError(f"{mesh}: no owner or neighbour -- mesh the case first") from None
-    cells = int(max(owner.max(), neighbour.max())) + 1
-    a, b = owner[: len(neighbour)], neighbour
-    pairs = np.minimum(a, b) * cells + np.maximum(a, b)
-    pairs.sort()
-    return pairs
+    return owner, neighbour, int(max(owner.max(), neighbour.max())) + 1

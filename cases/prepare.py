@@ -9,6 +9,7 @@ failure leaves no half-made case behind, only ``<name>.failed`` with the logs.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gzip
 import hashlib
@@ -101,6 +102,9 @@ class Prepared:
 #: a message does not, and re-meshing every cached case for it would cost hours at the
 #: published sizes).
 PREPARE_VERSION = 3
+#: The same for a kept snappyHexMesh mesh (``_snappy_kept``): bump it when ``_snappy``
+#: makes another mesh from the same inputs.
+MESH_VERSION = 1
 
 
 def default_cache() -> Path:
@@ -121,16 +125,7 @@ def prepare(
     key = _key(case, resolved, request, env)
     label = re.sub(r"[^A-Za-z0-9.]+", "_", resolved.label)
     final = cache / f"{case.name}-{label}-n{request.subdomains}-{request.method}-{key}"
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        lock = open(f"{final}.lock", "w")
-    except OSError as e:
-        raise CaseError(
-            f"cannot use the case cache {cache} ({e.strerror}) -- set "
-            f"TOPOFOAM_CACHE to a folder you can write"
-        ) from None
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(final, "the case cache"):
         if final.exists():
             problem = damaged(final)
             if problem is None:
@@ -151,7 +146,7 @@ def prepare(
         for stale in (work, failed):
             shutil.rmtree(stale, ignore_errors=True)
         try:
-            _build(case, resolved, request, work, env, progress or (lambda msg: None))
+            _build(case, resolved, request, work, env, progress or (lambda msg: None), cache)
             _write_manifest(work)
         except CaseError:
             if work.exists():
@@ -168,6 +163,22 @@ def prepare(
             raise
         work.rename(final)
         return Prepared.load(final)
+
+
+@contextlib.contextmanager
+def _locked(entry: Path, what: str):
+    """``entry``'s lock file held (exclusive) for the block: one process makes it."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(f"{entry}.lock", "w")
+    except OSError as e:
+        raise CaseError(
+            f"cannot use {what} {entry.parent} ({e.strerror}) -- set TOPOFOAM_CACHE to a "
+            f"folder you can write"
+        ) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 #: Every file of a prepared case, its size and the SHA-256 of its content, written last: a
@@ -322,7 +333,13 @@ def _failed_path(log: Path) -> Path:
 
 
 def _build(
-    case: Case, resolved: Resolved, request: Request, work: Path, env: dict, progress
+    case: Case,
+    resolved: Resolved,
+    request: Request,
+    work: Path,
+    env: dict,
+    progress,
+    cache: Path,
 ) -> None:
     size = resolved.size
     kind = flavour.of_environment(env)
@@ -333,7 +350,7 @@ def _build(
 
     progress(f"{case.name} {resolved.label}: meshing ({case.mesher})")
     if case.mesher == "snappyHexMesh":
-        _snappy(case, size, work, env)
+        _snappy_kept(case, size, work, env, cache, progress)
     else:
         _run("blockMesh", [], work, env, "meshing")
     cells = _checkmesh_cells(work, env, strict=case.mesher == "blockMesh")
@@ -526,6 +543,41 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
     # snappyHexMesh's refinement history is not needed to run and would only be decomposed.
     for extra in ("cellLevel", "pointLevel", "level0Edge", "surfaceIndex"):
         (work / "constant" / "polyMesh" / extra).unlink(missing_ok=True)
+
+
+def _snappy_kept(case: Case, size, work: Path, env: dict, cache: Path, progress) -> None:
+    """``_snappy``'s mesh, kept in ``cache``/meshes and copied from there when the same mesh
+    was made before: what decides it (the case's dictionaries, the size's parameters, the
+    geometry, OpenFOAM) is the key, not the subdomains, steps or solver settings of the
+    request, so one mesh serves every rank count (hours at the published sizes)."""
+    digest = hashlib.sha256()
+    for rel, path in sorted(template_files(case.template, case.variant).items()):
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    geometry = _geometry(env)
+    inputs = [
+        MESH_VERSION,
+        flavour.of_environment(env),
+        size.params,
+        size.mirror,
+        _openfoam_identity(env),
+        [str(geometry), geometry.stat().st_size if geometry.exists() else None],
+    ]
+    digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
+    kept = cache / "meshes" / f"{case.name}-{digest.hexdigest()[:12]}"
+    mesh = work / "constant" / "polyMesh"
+    with _locked(kept, "the mesh cache"):
+        if kept.is_dir() and contents.damaged(kept, kept / MANIFEST) is None:
+            progress(f"{case.name}: the mesh made before ({kept})")
+            shutil.rmtree(mesh, ignore_errors=True)
+            shutil.copytree(kept / "polyMesh", mesh)
+            return
+        _snappy(case, size, work, env)
+        scratch = Path(f"{kept}.tmp")
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(mesh, scratch / "polyMesh")
+        contents.record(scratch, scratch.rglob("*"), scratch / MANIFEST)
+        scratch.rename(kept)
 
 
 def _write_mirror_dict(work: Path, i: int) -> None:

@@ -481,3 +481,22 @@ def test_an_interrupted_scotch_build_exits_130_and_keeps_nothing(tmp_path, stop)
     assert rest.strip().splitlines()[-1] == "bench: interrupted; no unfinished build was kept"
     built = tmp_path / "openfoam"
     assert not built.exists() or [p.name for p in built.iterdir()] == [], list(built.iterdir())
+
+
+def test_a_snappyhexmesh_mesh_is_made_once_for_every_rank_count(tmp_path):
+    """The motorbike's mesh (hours at the published sizes) is kept apart from its prepared
+    cases: a second rank count copies it instead of meshing again, the same mesh; a kept
+    mesh that was damaged is made again."""
+    from cases.meshgraph import mesh_pairs
+
+    env = foam_env()
+    first = prepare(Request("motorbike", "ci", subdomains=2), cache=tmp_path, env=env)
+    assert (first.path / "log.snappyHexMesh").is_file()
+    (kept,) = [p for p in (tmp_path / "meshes").iterdir() if p.is_dir()]
+    second = prepare(Request("motorbike", "ci", subdomains=3), cache=tmp_path, env=env)
+    assert not (second.path / "log.snappyHexMesh").exists()  # not meshed again
+    assert second.cells == first.cells and second.subdomains == 3
+    assert (mesh_pairs(second.path) == mesh_pairs(first.path)).all()
+    (kept / "polyMesh" / "owner").write_text("damaged")
+    third = prepare(Request("motorbike", "ci", subdomains=4), cache=tmp_path, env=env)
+    assert (third.path / "log.snappyHexMesh").is_file() and third.cells == first.cells

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cases import CASES
 from cases.errors import CaseError
-from cases.meshgraph import cell_graph, read_blocks
+from cases.meshgraph import cell_graph, mesh_graph, read_blocks
 from cases.template import render
 from rankmap import topology
 from rankmap.analysis import analyze
@@ -107,7 +107,7 @@ def _key(text: str, ranks: int) -> str:
 def decomposition(case: str, system: str, ranks: int, *, log=None) -> CommGraph:
     """The processor graph of ``case`` at its published size for ``system`` in ``ranks``
     parts: cached, else derived (a progress line for each stage on ``log``)."""
-    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    log = log or _stderr
     p = published(case, system)
     if not 2 <= ranks <= p.cells:
         raise ModelError(f"{ranks} ranks for {p.cells:,} cells -- give 2 to {p.cells:,}")
@@ -115,13 +115,9 @@ def decomposition(case: str, system: str, ranks: int, *, log=None) -> CommGraph:
     with tempfile.TemporaryDirectory(prefix="topofoam-scale-") as tmp:
         render(c.template, c.variant, c.sizes[system].params, Path(tmp))
         dict_path = Path(tmp) / "system" / "blockMeshDict"
-        key = _key(dict_path.read_text(), ranks)
-        kept = paths.cache_dir() / "published" / f"{case}-{system}-{ranks}-{key}.edges"
-        if kept.is_file():
-            try:
-                return read_edges(kept)
-            except InputError:
-                kept.unlink()  # a damaged entry is made again
+        kept = _kept(f"{case}-{system}-{ranks}", _key(dict_path.read_text(), ranks))
+        if (graph := _read_kept(kept)) is not None:
+            return graph
         check_memory(p)
         start = time.monotonic()
         log(f"scale: {case} ({system}, {p.cells:,} cells): the cell graph from its blockMeshDict")
@@ -129,14 +125,64 @@ def decomposition(case: str, system: str, ranks: int, *, log=None) -> CommGraph:
             mesh = cell_graph(dict_path)
         except CaseError as e:
             raise ModelError(str(e)) from None
-        log(f"scale: {case}: SCOTCH into {ranks} parts ({time.monotonic() - start:.0f} s)")
-        parts = decompose(mesh, ranks)
-        log(f"scale: {case}: processor patches ({time.monotonic() - start:.0f} s)")
-        graph = from_parts(mesh.xadj, mesh.adjncy, parts, source=f"{case} {system} {ranks}")
-        del mesh, parts
+    return _partition(mesh, ranks, case, f"{case} {system} {ranks}", kept, start, log)
+
+
+def mesh_decomposition(case_dir: Path, ranks: int, *, name: str, log=None) -> CommGraph:
+    """The processor graph of the meshed case in ``case_dir`` (a mesh no dictionary
+    determines: snappyHexMesh's) in ``ranks`` parts, as ``decomposition`` makes it from the
+    mesh's own owner and neighbour lists; cached, keyed by them, under ``name``."""
+    log = log or _stderr
+    mesh_dir = Path(case_dir) / "constant" / "polyMesh"
+    digest = hashlib.sha256()
+    for part in ("owner", "neighbour"):
+        try:
+            with open(mesh_dir / part, "rb") as f:
+                while chunk := f.read(1 << 24):
+                    digest.update(chunk)
+        except FileNotFoundError:
+            raise ModelError(f"{mesh_dir}: no {part} -- mesh the case first") from None
+    kept = _kept(f"{name}-{ranks}", _key(digest.hexdigest(), ranks))
+    if (graph := _read_kept(kept)) is not None:
+        return graph
+    start = time.monotonic()
+    log(f"scale: {name}: the cell graph from {mesh_dir}")
+    try:
+        mesh = mesh_graph(Path(case_dir))
+    except CaseError as e:
+        raise ModelError(str(e)) from None
+    if not 2 <= ranks <= mesh.cells:
+        raise ModelError(f"{ranks} ranks for {mesh.cells:,} cells -- give 2 to {mesh.cells:,}")
+    return _partition(mesh, ranks, name, f"{name} {ranks}", kept, start, log)
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _kept(stem: str, key: str) -> Path:
+    return paths.cache_dir() / "published" / f"{stem}-{key}.edges"
+
+
+def _read_kept(kept: Path) -> CommGraph | None:
+    if kept.is_file():
+        try:
+            return read_edges(kept)
+        except InputError:
+            kept.unlink()  # a damaged entry is made again
+    return None
+
+
+def _partition(mesh, ranks: int, name: str, source: str, kept: Path, start: float, log):
+    """SCOTCH's parts of ``mesh``, their processor graph kept in ``kept``."""
+    log(f"scale: {name}: SCOTCH into {ranks} parts ({time.monotonic() - start:.0f} s)")
+    parts = decompose(mesh, ranks)
+    log(f"scale: {name}: processor patches ({time.monotonic() - start:.0f} s)")
+    graph = from_parts(mesh.xadj, mesh.adjncy, parts, source=source)
+    del mesh, parts
     output.folder(kept.parent, "the published-scale cache")
     output.write_text(kept, edges_text(graph), "the published-scale cache")
-    log(f"scale: {case} in {ranks}: {time.monotonic() - start:.0f} s, kept in {kept}")
+    log(f"scale: {name} in {ranks}: {time.monotonic() - start:.0f} s, kept in {kept}")
     return read_edges(kept)
 
 
