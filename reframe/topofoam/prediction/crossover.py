@@ -33,7 +33,6 @@ from rankmap.graph import CommGraph
 from topofoam.prediction import calls as law
 from topofoam.prediction import papers, scale
 from topofoam.prediction.model import (
-    INTER_NODE,
     LinkCosts,
     Machine,
     ModelError,
@@ -62,14 +61,7 @@ COSTS_FROM = "hpc2"
 
 def costs(latency_factor: float = 1.0) -> LinkCosts:
     """seed 000 Table 2's hpc2 costs, the inter-node latency times ``latency_factor``."""
-    base = papers.seed_costs(COSTS_FROM)
-    latency = list(base.latency)
-    latency[INTER_NODE] *= latency_factor
-    return LinkCosts(
-        tuple(latency),
-        base.bandwidth,
-        f"{base.source} ({COSTS_FROM}), its inter-node latency x {latency_factor:g}",
-    )
+    return papers.nearest_costs(COSTS_FROM, latency_factor)
 
 
 def decomposition(cores: int) -> CommGraph:

@@ -22,6 +22,7 @@ from topofoam.config import fabric
 from topofoam.prediction import calls as law
 from topofoam.prediction import scale
 from topofoam.prediction.model import (
+    INTER_NODE,
     LinkCosts,
     Machine,
     ModelError,
@@ -45,6 +46,11 @@ TARGET_BANDWIDTH = {
     "hpc2": (
         4 * 6 * 2666e6 * 8,
         "Intel Xeon Gold 6126 x4, 6 channels of DDR4-2666 a socket (Intel's specification)",
+    ),
+    "oci-nps2": (
+        2 * 8 * 3200e6 * 8,
+        "Intel Xeon Ice Lake x2, 18 cores each (seed 002: BM.Optimized3.36), 8 channels of "
+        "DDR4-3200 a socket (Intel's specification of every Ice Lake Xeon Scalable)",
     ),
     "seed001": (
         2 * 4 * 1600e6 * 8,
@@ -102,6 +108,20 @@ def compute_of(runs: list[law.Counted], core_bandwidth: float) -> Compute:
 
 def seed_costs(system: str) -> LinkCosts:
     return link_costs(fabric.TABLE, system)
+
+
+def nearest_costs(system: str, latency_factor: float = 1.0) -> LinkCosts:
+    """Seed 000 Table 2's costs of ``system``, its inter-node latency times
+    ``latency_factor``: for a paper's system whose costs nobody published, the nearest
+    published one, with the one cost that moves the prediction most shown scaled."""
+    base = seed_costs(system)
+    latency = list(base.latency)
+    latency[INTER_NODE] *= latency_factor
+    return LinkCosts(
+        tuple(latency),
+        base.bandwidth,
+        f"{base.source} ({system}), its inter-node latency x {latency_factor:g}",
+    )
 
 
 def predict(

@@ -97,12 +97,44 @@ def decrease(system: str, case: str) -> dict[int, float]:
     return table4().get((case, system), {})
 
 
-def node_seconds(system: str) -> list[dict]:
-    """Seed 002 section 4 (OCI, HPC_motorbike Small): nodes, solver and node seconds."""
+NODE_SECONDS = HERE / "oci_node_hours_seed002.csv"
+
+
+def node_seconds(system: str, path: Path | str = NODE_SECONDS) -> dict[int, tuple[float, float]]:
+    """Seed 002 section 4 (OCI, HPC_motorbike Small) as {nodes: (solver seconds, node
+    seconds)} ({} for other systems). The node seconds are the solver's times the nodes, and must agree with
+    them to the paper's rounding (half a second a node); a missing, non-numeric or
+    disagreeing cell is refused in one line."""
     if system != "oci":
-        return []
-    rows, _ = _rows("oci_node_hours_seed002.csv")
-    return rows
+        return {}
+    path = Path(path)
+    fix = f"correct it from seed 002 section 4 (the copy is {NODE_SECONDS})"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise PublishedError(f"cannot read {path} ({e.strerror}) -- {fix}") from None
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    if not rows:
+        raise PublishedError(f"{path}: no rows -- {fix}")
+    table = {}
+    for number, row in enumerate(rows, start=2):
+        try:
+            nodes = int(row["nodes"])
+            solver, node_s = float(row["solver_seconds"]), float(row["node_seconds"])
+        except (KeyError, TypeError, ValueError):
+            raise PublishedError(
+                f"{path}: row {number} ({','.join(str(v) for v in row.values())}) is not "
+                f"nodes,solver_seconds,node_seconds as numbers -- {fix}"
+            ) from None
+        if nodes < 1 or not 0 < solver < float("inf") or nodes in table:
+            raise PublishedError(f"{path}: row {number} has {nodes} node(s), {solver} s -- {fix}")
+        if abs(node_s - solver * nodes) > 0.5 * nodes:
+            raise PublishedError(
+                f"{path}: row {number}: {node_s:g} node seconds is not {solver:g} s x {nodes} "
+                f"nodes -- {fix}"
+            )
+        table[nodes] = (solver, node_s)
+    return table
 
 
 def tuning(system: str) -> list[dict]:
