@@ -302,6 +302,13 @@ class Drift:
     spread: float
     detectable: float
     sessions: int
+    #: The standard error of the log ratio and its degrees of freedom (k - 1).
+    scale: float = 0.0
+    dof: int = 0
+
+    def significant_from(self, alpha: float) -> float:
+        """The smallest increase (a ratio - 1) significant at one-sided level ``alpha``."""
+        return math.expm1(t_quantile(1 - alpha, self.dof) * self.scale)
 
 
 def drift(session_medians, median, confidence: float = CONFIDENCE) -> Drift:
@@ -329,4 +336,6 @@ def drift(session_medians, median, confidence: float = CONFIDENCE) -> Drift:
         spread=math.expm1(s),
         detectable=math.expm1(t_quantile(confidence, k - 1) * scale),
         sessions=k,
+        scale=scale,
+        dof=k - 1,
     )

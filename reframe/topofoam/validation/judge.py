@@ -62,9 +62,14 @@ class Judgement:
     faster: bool = False
     #: What a ratio above 1 means: 'slower' (times) or 'lower' (rates).
     worse: str = "slower"
-    #: The smallest worsening this baseline and these repeats detect (a ratio - 1, larger
-    #: is worse), None where the repeats are too few to tell.
+    #: The smallest worsening this line FAILs when it is the only one worse in its verdict
+    #: (a ratio - 1, larger is worse): beyond the margin, and significant at the level
+    #: Holm's first step asks of the verdict's m tests (ALPHA / m); None where the repeats
+    #: are too few to tell.
     detectable: float | None = None
+    #: The smallest worsening significant at a one-sided level (a function of it), from
+    #: which ``judge`` sets ``detectable`` once it knows m.
+    significant_from: object = dataclasses.field(default=None, repr=False, compare=False)
     #: Judged against a published value (indicative), not against this site's baseline.
     published: bool = False
 
@@ -165,7 +170,7 @@ def _one(e: Expectation, measured: list[float], medians: list[float] = ()) -> Ju
         )
         j.ratio, j.low, j.high, j.p = d.ratio, d.low, d.high, d.p_larger
         j.faster = 1 - d.p_larger < ALPHA / 2
-        j.detectable = d.detectable
+        j.significant_from = d.significant_from
     elif e.samples:
         j.expected = describe(e.samples, e.unit)
         c = stats.compare(_oriented(e.samples, e.better), x)
@@ -173,7 +178,8 @@ def _one(e: Expectation, measured: list[float], medians: list[float] = ()) -> Ju
         if c.p is not None:
             j.p = c.p / 2 if c.ratio > 1 else 1 - c.p / 2
         j.faster = c.verdict == "faster"
-        j.detectable = _detectable(_oriented(e.samples, e.better), x)
+        samples = _oriented(e.samples, e.better)
+        j.significant_from = lambda alpha: _detectable(samples, x, alpha)
     else:
         j.published = True
         j.expected = f"{fmt(e.value)} {e.unit} ({e.source})"
@@ -186,23 +192,29 @@ def _one(e: Expectation, measured: list[float], medians: list[float] = ()) -> Ju
         if len(x) >= 2:
             above = sum(v > threshold for v in x)
             j.p = sum(math.comb(len(x), i) for i in range(above, len(x) + 1)) / 2 ** len(x)
-            noise = _detectable(x, [])
-            j.detectable = None if noise is None else (1 + e.margin) * (1 + noise) - 1
+
+            # Judged against value x (1 + margin): significant beyond that, not beyond 1.
+            def beyond_margin(alpha, x=x, margin=e.margin):
+                noise = _detectable(x, [], alpha)
+                return None if noise is None else (1 + margin) * (1 + noise) - 1
+
+            j.significant_from = beyond_margin
     return j
 
 
-def _detectable(a: list[float], b: list[float]) -> float | None:
-    """The smallest worsening that would be significant (one-sided, 5 %) between samples
-    ``a`` and ``b`` of this spread, on the log scale: t(n - 2) x the pooled standard
-    deviation x sqrt(1/n_a + 1/n_b); with ``b`` empty, of one sample's mean (sqrt(1/n_a)).
-    None below 2 repeats a side."""
+def _detectable(a: list[float], b: list[float], alpha: float | None = None) -> float | None:
+    """The smallest worsening that would be significant (one-sided, at ``alpha``, ALPHA by
+    default) between samples ``a`` and ``b`` of this spread, on the log scale: t(n - 2) x
+    the pooled standard deviation x sqrt(1/n_a + 1/n_b); with ``b`` empty, of one sample's
+    mean (sqrt(1/n_a)). None below 2 repeats a side."""
+    alpha = ALPHA if alpha is None else alpha
     groups = [[math.log(v) for v in g] for g in (a, b) if g]
     if any(len(g) < 2 for g in groups):
         return None
     dof = sum(len(g) - 1 for g in groups)
     pooled = math.sqrt(sum((len(g) - 1) * statistics.variance(g) for g in groups) / dof)
     scale = math.sqrt(sum(1 / len(g) for g in groups))
-    return math.expm1(stats.t_quantile(1 - ALPHA, dof) * pooled * scale)
+    return math.expm1(stats.t_quantile(1 - alpha, dof) * pooled * scale)
 
 
 def _in_unit(e: Expectation, unit: str) -> Expectation:
@@ -328,6 +340,9 @@ def judge(expectations: list[Expectation], session: Session) -> Verdict:
     tested = [j for j in judgements if j.p is not None]
     for j, p in zip(tested, holm([j.p for j in tested])):
         j.p_adjusted = p
+    for j in judgements:
+        found = j.significant_from(ALPHA / max(1, len(tested))) if j.significant_from else None
+        j.detectable = None if found is None else max(j.margin, found)
     for j in judgements:
         decide(j)
     expected = {e.key for e in expectations}
