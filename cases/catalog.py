@@ -396,7 +396,8 @@ CASES: dict[str, Case] = {
             sizes={
                 "ci": Size(_motorbike((20, 8, 8), (2, 3), 3, 2, False), 1, 20),
                 "small": Size(_motorbike((20, 8, 8), (5, 6), 6, 4, True), 1, 100),
-                # seed 002 gives the Small background as 20,000 cells: 0.4 m cells here.
+                # seed 002 gives the Small background as 20,000 cells; snappyHexMesh refines
+                # it to 3.13 M cells here before snapping and layers (2026-12-01).
                 "S": Size(
                     _motorbike((50, 20, 20), (5, 6), 6, 4, True),
                     1,
