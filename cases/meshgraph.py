@@ -15,6 +15,7 @@ topology and is ignored, but ``mergePatchPairs`` (non-conforming joins), collaps
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,25 +176,37 @@ def internal_pairs(graph: CellGraph) -> np.ndarray:
     return pairs
 
 
-def mesh_graph(case: Path) -> CellGraph:
-    """The cell graph of a meshed case (a snappyHexMesh mesh, which no dictionary
-    determines), from its constant/polyMesh: what SCOTCH partitions."""
-    owner, neighbour, cells = _owner_neighbour(case)
+def mesh_graph(poly: Path) -> CellGraph:
+    """The cell graph of a mesh no dictionary determines (snappyHexMesh's), from its
+    polyMesh folder (a case's constant/polyMesh, or a kept mesh): what SCOTCH partitions."""
+    owner, neighbour, cells = _owner_neighbour(poly)
     u, v = owner[: len(neighbour)], neighbour
-    return _rows(cells, np.concatenate([u, v]), np.concatenate([v, u]), str(case))
+    return _rows(cells, np.concatenate([u, v]), np.concatenate([v, u]), str(poly))
 
 
-def mesh_pairs(case: Path) -> np.ndarray:
-    """The same pairs read from a meshed case's constant/polyMesh (owner, neighbour)."""
-    owner, neighbour, cells = _owner_neighbour(case)
+def mesh_pairs(poly: Path) -> np.ndarray:
+    """The same pairs read from a polyMesh folder (owner, neighbour)."""
+    owner, neighbour, cells = _owner_neighbour(poly)
     a, b = owner[: len(neighbour)], neighbour
     pairs = np.minimum(a, b) * cells + np.maximum(a, b)
     pairs.sort()
     return pairs
 
 
-def _owner_neighbour(case: Path) -> tuple[np.ndarray, np.ndarray, int]:
-    mesh = Path(case) / "constant" / "polyMesh"
+def mesh_cells(poly: Path) -> int:
+    """The cells of the mesh in the polyMesh folder ``poly``: its owner file's header note
+    (OpenFOAM writes nCells there), else counted from the owner and neighbour lists."""
+    try:
+        with open(Path(poly) / "owner", "rb") as f:
+            head = f.read(4096)
+    except FileNotFoundError:
+        raise CaseError(f"{poly}: no owner -- mesh the case first") from None
+    found = re.search(rb"nCells:\s*(\d+)", head)
+    return int(found.group(1)) if found else _owner_neighbour(poly)[2]
+
+
+def _owner_neighbour(poly: Path) -> tuple[np.ndarray, np.ndarray, int]:
+    mesh = Path(poly)
     try:
         owner = np.asarray(FoamFile(mesh / "owner")[None], dtype=np.int64)
         neighbour = np.asarray(FoamFile(mesh / "neighbour")[None], dtype=np.int64)

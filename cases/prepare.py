@@ -255,10 +255,21 @@ def _openfoam_identity(env: dict) -> str:
     return f"{real}:{real.stat().st_mtime_ns}:{env.get('WM_PROJECT_DIR', '')}"
 
 
-def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
+def _templates_digest(case: Case):
+    """A sha256 fed with the case's template files: the start of every cache key."""
     digest = hashlib.sha256()
     for rel, path in sorted(template_files(case.template, case.variant).items()):
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest
+
+
+def _geometry_identity(env: dict) -> list:
+    geometry = _geometry(env)
+    return [str(geometry), geometry.stat().st_size if geometry.exists() else None]
+
+
+def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
+    digest = _templates_digest(case)
     # What shapes the prepared folder (not the sanity checks, which runs read from the
     # catalog): the steps' version, the case's settings, the size, the request, OpenFOAM.
     digest.update(f"steps {PREPARE_VERSION}\0".encode())
@@ -283,8 +294,7 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
         _openfoam_identity(env),
     ]
     if case.mesher == "snappyHexMesh":
-        geometry = _geometry(env)
-        inputs.append([str(geometry), geometry.stat().st_size if geometry.exists() else None])
+        inputs.append(_geometry_identity(env))
     digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
     return digest.hexdigest()[:12]
 
@@ -545,25 +555,39 @@ def _snappy(case: Case, size, work: Path, env: dict) -> None:
         (work / "constant" / "polyMesh" / extra).unlink(missing_ok=True)
 
 
-def _snappy_kept(case: Case, size, work: Path, env: dict, cache: Path, progress) -> None:
-    """``_snappy``'s mesh, kept in ``cache``/meshes and copied from there when the same mesh
-    was made before: what decides it (the case's dictionaries, the size's parameters, the
-    geometry, OpenFOAM) is the key, not the subdomains, steps or solver settings of the
-    request, so one mesh serves every rank count (hours at the published sizes)."""
-    digest = hashlib.sha256()
-    for rel, path in sorted(template_files(case.template, case.variant).items()):
-        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    geometry = _geometry(env)
+def _kept_mesh_path(case: Case, size, env: dict, cache: Path) -> Path:
+    """Where ``_snappy_kept`` keeps ``case``'s mesh at ``size``: keyed by what decides the
+    mesh (the case's dictionaries, the size's parameters, the geometry, OpenFOAM), not by the
+    subdomains, steps or solver settings of a request."""
+    digest = _templates_digest(case)
     inputs = [
         MESH_VERSION,
         flavour.of_environment(env),
         size.params,
         size.mirror,
         _openfoam_identity(env),
-        [str(geometry), geometry.stat().st_size if geometry.exists() else None],
+        _geometry_identity(env),
     ]
     digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
-    kept = cache / "meshes" / f"{case.name}-{digest.hexdigest()[:12]}"
+    return cache / "meshes" / f"{case.name}-{digest.hexdigest()[:12]}"
+
+
+def kept_mesh(case_name: str, size_name: str, env: dict | None = None, cache=None) -> Path | None:
+    """The polyMesh folder of ``case_name``'s snappyHexMesh mesh at the named size, if it was
+    made and is intact; None if not (nothing is meshed here: that can take hours)."""
+    case = get_case(case_name)
+    size = resolve(case, size_name).size
+    env = dict(os.environ if env is None else env)
+    kept = _kept_mesh_path(case, size, env, Path(cache or default_cache()))
+    if kept.is_dir() and contents.damaged(kept, kept / MANIFEST) is None:
+        return kept / "polyMesh"
+    return None
+
+
+def _snappy_kept(case: Case, size, work: Path, env: dict, cache: Path, progress) -> None:
+    """``_snappy``'s mesh, kept in ``cache``/meshes and copied from there when the same mesh
+    was made before, so one mesh serves every rank count (hours at the published sizes)."""
+    kept = _kept_mesh_path(case, size, env, cache)
     mesh = work / "constant" / "polyMesh"
     with _locked(kept, "the mesh cache"):
         if kept.is_dir() and contents.damaged(kept, kept / MANIFEST) is None:

@@ -3,6 +3,7 @@
     python -m localsite.publishedbench calls [--case cavity2D ...]   # counted runs -> law
     python -m localsite.publishedbench decompositions                # Table 4's, cached
     python -m localsite.publishedbench crossover                     # seed 001's, cached
+    python -m localsite.publishedbench nodehours                     # seed 002's, cached
 
 ``calls``: each case of seed 000 in the suite's fixed work (its iterations per solve fixed,
 cases/catalog.py; seed 000 does not give its tolerances, and the cavities solved to the
@@ -19,8 +20,10 @@ into ``calls-damBreak2D-<solver>.json``; the solvers' sweeps are then timed in i
 rounds (SWEEP_ROUNDS), and each solver's median step is the one its compute is taken from.
 
 ``decompositions``: every decomposition Table 4 needs (seed 000's cases at their published
-sizes on 2 to 10 nodes), with the time and peak memory of each; ``crossover``: seed 001's (damBreak2D at 2.04 M cells
-into 12 to 1,536 ranks).
+sizes on 2 to 10 nodes), with the time and peak memory of each; ``crossover``: seed 001's
+(damBreak2D at 2.04 M cells into 12 to 1,536 ranks); ``nodehours``: seed 002's (the
+motorbike's S mesh, made before by ``./bench cases prepare motorbike --size S``, into 36 to
+288 ranks).
 
 Long work: run it with nothing else on the machine when its times are wanted.
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import random
 import re
 import resource
@@ -39,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cases.meshgraph import mesh_cells
 from cases.prepare import Request, prepare
 from cases.run import run
 from localsite import openfoam
@@ -46,9 +51,10 @@ from rankmap.graph import from_case
 from topofoam import output, paths
 from topofoam.jobs import mpicount, solvers
 from topofoam.prediction import calls as law
+from topofoam.prediction import scale
 from topofoam.prediction.model import ModelError
 
-#: Sizes (cells) and ranks counted per case: the fit's, then the held-out run; and the
+#: Sizes (cells, or a size's name) and ranks counted per case: the fit's, then the held-out run; and the
 #: steps of the first run (the second has twice as many). Few steps: in fixed work a step's
 #: calls do not depend on how far the solution has come, and the cavities on 4 ranks or more
 #: from 40,000 cells diverge after about 10 steps (GAMG's 10 fixed iterations in parallel;
@@ -60,6 +66,9 @@ PLAN = {
     "laplacianFoam": ([30_000, 101_250, 240_000], [2, 4, 8], (810_000, 16), 4),
     # Seed 001's case, k = 2, 4, 8 of its family (2,268 k^2 cells), held out at k = 12.
     "damBreak2D": ([9_072, 36_288, 145_152], [2, 4, 8], (326_592, 16), 4),
+    # Seed 002's case has named sizes only (snappyHexMesh: no family of sizes), and is held
+    # out at the size predicted, S, on 16 ranks (its mesh must be made first: hours).
+    "motorbike": (["ci", "small"], [2, 4, 8], ("S", 16), 3),
 }
 #: Cases counted once per pressure solver (seed 001's), each into a law of its own.
 SOLVERS = {"damBreak2D": ("PCG", "PiPePCG", "RePiPePCG")}
@@ -81,7 +90,7 @@ def _step_seconds(log: str) -> float | None:
     return (times[-1] - times[0]) / (len(times) - 1)
 
 
-def _copy(case: str, cells: int, ranks: int, steps: int, env: dict, folder: Path, solver: str):
+def _copy(case: str, cells, ranks: int, steps: int, env: dict, folder: Path, solver: str):
     """The prepared case (fixed work, cached) copied into ``folder``, its PCG replaced by
     ``solver``: (the prepared case, the copy)."""
     prepared = prepare(
@@ -97,10 +106,10 @@ def _copy(case: str, cells: int, ranks: int, steps: int, env: dict, folder: Path
 
 
 def _counted(
-    lib: Path, case: str, cells: int, ranks: int, steps: int, env: dict, work: Path, solver: str
+    lib: Path, case: str, cells, ranks: int, steps: int, env: dict, work: Path, solver: str
 ):
-    """(calls per rank and step, wall per step, arcs per rank) of ``case`` at ``cells`` on
-    ``ranks`` ranks, from two runs of ``steps`` and 2 ``steps`` steps, its PCG replaced by
+    """(calls per rank and step, wall per step, arcs per rank, cells) of ``case`` at
+    ``cells`` (a number or a size's name) on ``ranks`` ranks, from two runs of ``steps`` and 2 ``steps`` steps, its PCG replaced by
     ``solver``."""
     totals, seconds, arcs = [], [], 0.0
     for n in (steps, 2 * steps):
@@ -263,20 +272,23 @@ def report(case: str, runs: list[law.Counted]) -> None:
 
 def _decompose(case: str, system: str, ranks: int, label: str) -> None:
     """One published-scale decomposition (cached), with its time and the peak memory."""
-    from topofoam.prediction import scale
+    _timed_decomposition(
+        lambda: scale.decomposition(case, system, ranks), f"{case} {system} {label}"
+    )
 
+
+def _timed_decomposition(make, label: str) -> None:
     start = time.monotonic()
-    graph = scale.decomposition(case, system, ranks)
+    graph = make()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
-        f"publishedbench: {case} {system} {label} ({graph.n} ranks): "
+        f"publishedbench: {label} ({graph.n} ranks): "
         f"{time.monotonic() - start:.0f} s, peak so far {peak:.1f} GiB",
         flush=True,
     )
 
 
 def decompositions(args) -> int:
-    from topofoam.prediction import scale
     from topofoam.reporting import published
 
     for (case, system), row in sorted(published.table4().items()):
@@ -294,6 +306,32 @@ def crossover(args) -> int:
     return 0
 
 
+def nodehours(args) -> int:
+    """Seed 002's decompositions: the motorbike's S mesh (made by ``./bench cases prepare
+    motorbike --size S``) into 36 ranks a node on 1 to 8 nodes, and where the mesh is, for
+    ``papers nodehours``."""
+    from cases.prepare import kept_mesh
+    from topofoam.prediction import nodehours as seed002
+
+    env = openfoam.run_env()
+    poly = kept_mesh(seed002.CASE, seed002.SIZE, env)
+    if poly is None:
+        raise ModelError(
+            f"the {seed002.CASE}'s {seed002.SIZE} mesh is not made -- ./bench cases prepare "
+            f"{seed002.CASE} --size {seed002.SIZE} (snappyHexMesh, serial: hours here)"
+        )
+    cells = mesh_cells(poly)
+    print(f"publishedbench: {seed002.CASE} {seed002.SIZE}: {cells:,} cells in {poly}", flush=True)
+    for nodes in seed002.NODES:
+        ranks = nodes * seed002.ranks_per_node()
+        _timed_decomposition(
+            functools.partial(scale.mesh_decomposition, poly, ranks, name=seed002.mesh_name()),
+            f"{seed002.CASE} {seed002.SIZE} {nodes} nodes",
+        )
+    seed002.save_mesh(poly, cells, output.folder(paths.results_dir() / "model", "results/model"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m localsite.publishedbench", description=__doc__.split("\n\n")[0]
@@ -303,8 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--case", action="append", choices=list(PLAN))
     sub.add_parser("decompositions", help="every decomposition Table 4 needs")
     sub.add_parser("crossover", help="every decomposition seed 001's crossover needs")
+    sub.add_parser("nodehours", help="every decomposition seed 002's node-hours need")
     args = p.parse_args(argv)
-    what = {"calls": calls, "decompositions": decompositions, "crossover": crossover}
+    what = {
+        "calls": calls,
+        "decompositions": decompositions,
+        "crossover": crossover,
+        "nodehours": nodehours,
+    }
 
     def go() -> int:
         try:

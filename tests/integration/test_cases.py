@@ -488,15 +488,20 @@ def test_a_snappyhexmesh_mesh_is_made_once_for_every_rank_count(tmp_path):
     cases: a second rank count copies it instead of meshing again, the same mesh; a kept
     mesh that was damaged is made again."""
     from cases.meshgraph import mesh_pairs
+    from cases.prepare import kept_mesh
 
     env = foam_env()
+    assert kept_mesh("motorbike", "ci", env, tmp_path) is None  # not made yet: not made here
     first = prepare(Request("motorbike", "ci", subdomains=2), cache=tmp_path, env=env)
     assert (first.path / "log.snappyHexMesh").is_file()
     (kept,) = [p for p in (tmp_path / "meshes").iterdir() if p.is_dir()]
+    assert kept_mesh("motorbike", "ci", env, tmp_path) == kept / "polyMesh"
     second = prepare(Request("motorbike", "ci", subdomains=3), cache=tmp_path, env=env)
     assert not (second.path / "log.snappyHexMesh").exists()  # not meshed again
     assert second.cells == first.cells and second.subdomains == 3
-    assert (mesh_pairs(second.path) == mesh_pairs(first.path)).all()
+    poly = "constant/polyMesh"
+    assert (mesh_pairs(second.path / poly) == mesh_pairs(first.path / poly)).all()
     (kept / "polyMesh" / "owner").write_text("damaged")
+    assert kept_mesh("motorbike", "ci", env, tmp_path) is None  # damaged: not offered
     third = prepare(Request("motorbike", "ci", subdomains=4), cache=tmp_path, env=env)
     assert (third.path / "log.snappyHexMesh").is_file() and third.cells == first.cells

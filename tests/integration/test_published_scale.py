@@ -35,7 +35,7 @@ def test_the_derived_cell_graph_is_blockmeshs_mesh(tmp_path, name):
     (multi-block pitzDaily and both damBreaks join blocks in several orientations)."""
     graph = cell_graph(_rendered(tmp_path, name))
     subprocess.run(["blockMesh"], cwd=tmp_path, env=foam_env(), capture_output=True, check=True)
-    mesh = mesh_pairs(tmp_path)
+    mesh = mesh_pairs(tmp_path / "constant" / "polyMesh")
     assert graph.faces == len(mesh)
     assert np.array_equal(internal_pairs(graph), mesh)
 
@@ -96,16 +96,51 @@ def test_a_snappyhexmesh_mesh_decomposes_as_decomposepar(tmp_path, monkeypatch):
     case = tmp_path / "case"
     for folder in ("constant", "system"):
         shutil.copytree(prepared.path / folder, case / folder)
-    graph = mesh_graph(case)
-    assert graph.cells == prepared.cells and graph.faces == len(mesh_pairs(case))
+    poly = case / "constant" / "polyMesh"
+    graph = mesh_graph(poly)
+    assert graph.cells == prepared.cells and graph.faces == len(mesh_pairs(poly))
     _as_decomposepar(case, graph, parts, env)
     monkeypatch.setenv("TOPOFOAM_CACHE", str(tmp_path / "cache"))  # the kept graphs' own
-    kept = scale.mesh_decomposition(case, parts, name="motorbike-ci", log=lambda _: None)
+    kept = scale.mesh_decomposition(poly, parts, name="motorbike-ci", log=lambda _: None)
     assert kept.n == parts and len(list((tmp_path / "cache" / "published").glob("*.edges"))) == 1
-    again = scale.mesh_decomposition(case, parts, name="motorbike-ci", log=lambda _: None)
+    again = scale.mesh_decomposition(poly, parts, name="motorbike-ci", log=lambda _: None)
     assert np.array_equal(again.adjwgt, kept.adjwgt)
     with pytest.raises(ModelError, match=r"polyMesh: no owner -- mesh the case first"):
-        scale.mesh_decomposition(tmp_path, parts, name="none", log=lambda _: None)
+        scale.mesh_decomposition(tmp_path / "polyMesh", parts, name="none", log=lambda _: None)
+
+
+def test_the_node_hours_command_prices_a_real_snappyhexmesh_mesh(tmp_path):
+    """``papers nodehours`` end to end on the motorbike's ci mesh standing in for S (its
+    calls TEST DATA): SCOTCH's parts on 1 to 8 nodes of 36 ranks, this machine's bandwidth,
+    every node count priced beside section 4, and the cost-optimal counts; a second run
+    reuses the kept decompositions (its figures differ by this machine's bandwidth)."""
+    import os
+
+    from cases.prepare import Request, prepare
+    from topofoam.prediction import calls as law
+    from topofoam.prediction import nodehours
+
+    prepared = prepare(Request("motorbike", "ci"), env=foam_env())
+    poly = prepared.path / "constant" / "polyMesh"
+    calls = {"MPI_Allreduce": 200.0, "MPI_Isend": 2400.0}  # the same at every point
+    runs = [
+        law.Counted("motorbike", cells, ranks, calls, 6.0, 0.02)
+        for cells, ranks in ((prepared.cells, 2), (prepared.cells, 4), (4 * prepared.cells, 2))
+    ]
+    law.save(runs, tmp_path / "calls-motorbike.json")
+    nodehours.save_mesh(poly, prepared.cells, tmp_path)
+    env = dict(os.environ, TOPOFOAM_CACHE=str(tmp_path / "cache"))
+    command = [PYTHON, "-m", "topofoam.reporting.papers", "nodehours", "--calls", str(tmp_path)]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split() for line in done.stdout.splitlines()[2:6]]
+    assert [int(r[0]) for r in rows] == list(nodehours.NODES)
+    assert all(float(r[4]) > 0 for r in rows)  # predicted node seconds at hpc2's latency
+    assert "cost-optimal: published 8 node(s); predicted" in done.stdout
+    assert len(list((tmp_path / "cache" / "published").glob("motorbike-S-*.edges"))) == 4
+    again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "SCOTCH into" not in again.stderr  # the kept parts
+    assert "SCOTCH into 288 parts" in done.stderr
 
 
 @pytest.mark.parametrize(

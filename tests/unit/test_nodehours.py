@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from conftest import one_line, run_tool
 from rankmap.graph import grid
 from topofoam.prediction import calls as law
 from topofoam.prediction import nodehours, papers
@@ -103,3 +104,42 @@ def test_what_is_missing_is_refused_in_one_line():
         nodehours.predict(graphs(), CELLS, FIT, compute_for(2.0), {1: table[1]})
     with pytest.raises(ModelError, match="the decomposition has 36 parts, 2 node"):
         nodehours.row(2, grid(6, 6), CELLS, FIT, compute_for(2.0), nodehours.costs())
+
+
+def test_the_table_sets_every_node_count_beside_section_4():
+    from topofoam.reporting.papers import render_nodehours
+
+    one = published.node_seconds("oci")[1][0] / nodehours.STEPS
+    got = nodehours.predict(graphs(), CELLS, FIT, compute_for(one), published.node_seconds("oci"))
+    text = render_nodehours(got)
+    rows = {int(line.split()[0]): line.split() for line in text.splitlines()[2:6]}
+    assert sorted(rows) == list(nodehours.NODES)
+    for n, cells in rows.items():
+        assert float(cells[2]) == published.node_seconds("oci")[n][1]
+        assert float(cells[4]) == pytest.approx(got.predicted[1.0][n].node_s, abs=0.5)
+    assert "cost-optimal: published 8 node(s); predicted 1 (x0.5), 1 (x1)" in text
+
+
+def _papers(calls_dir):
+    return run_tool("topofoam.reporting.papers", "nodehours", "--calls", str(calls_dir))
+
+
+def test_a_missing_input_is_no_prediction_in_one_line(tmp_path):
+    """No counted runs, no decomposed mesh, a record naming a mesh that is gone, a damaged
+    record: each is one line saying what to run, and no number."""
+    one_line(_papers(tmp_path), 2, r"no prediction: cannot read .*calls-motorbike\.json")
+    runs = [
+        law.Counted("motorbike", cells, ranks, {"MPI_Allreduce": 200.0}, 4.0, 0.01)
+        for cells, ranks in ((6_129, 2), (6_129, 4), (24_516, 2))
+    ]
+    law.save(runs, tmp_path / "calls-motorbike.json")
+    one_line(
+        _papers(tmp_path),
+        2,
+        r"no prediction: the motorbike's S mesh is not decomposed .* -- python -m "
+        r"localsite.publishedbench nodehours$",
+    )
+    nodehours.save_mesh(tmp_path / "gone", 8_000_000, tmp_path)
+    one_line(_papers(tmp_path), 2, r"names .*gone, which holds no mesh now -- python -m")
+    nodehours.mesh_file(tmp_path).write_text('{"mesh": 3}')
+    one_line(_papers(tmp_path), 2, r"is not a mesh and its cells -- python -m")

@@ -20,14 +20,17 @@ The placement is seed 002's tuned one (NPS2, ranks dealt over the NUMA nodes: Op
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from rankmap import topology
 from rankmap.graph import CommGraph
 from rankmap.mapping import cyclic
 from rankmap.schedule import openfoam_tree
+from topofoam import output
 from topofoam.prediction import calls as law
-from topofoam.prediction import papers
+from topofoam.prediction import papers, scale
 from topofoam.prediction.model import LinkCosts, Machine, ModelError, Workload, communication
 
 CASE = "motorbike"
@@ -39,6 +42,46 @@ NODES = (1, 2, 4, 8)
 STEPS = 500
 LATENCY_FACTORS = (0.5, 1.0, 2.0, 4.0)
 COSTS_FROM = "hpc2"
+
+
+def mesh_name() -> str:
+    """The name its decompositions are kept under (``scale.mesh_decomposition``)."""
+    return f"{CASE}-{SIZE}"
+
+
+def mesh_file(folder: Path) -> Path:
+    return Path(folder) / f"mesh-{mesh_name()}.json"
+
+
+def save_mesh(poly: Path, cells: int, folder: Path) -> None:
+    """Where the mesh decomposed is (``publishedbench nodehours``), for the prediction."""
+    output.write_text(
+        mesh_file(folder), json.dumps({"mesh": str(poly), "cells": cells}) + "\n", "results/model"
+    )
+
+
+def load_mesh(folder: Path) -> tuple[Path, int]:
+    """(the S mesh's polyMesh folder, its cells), as ``publishedbench nodehours`` found it."""
+    path = mesh_file(folder)
+    redo = "python -m localsite.publishedbench nodehours"
+    try:
+        found = json.loads(path.read_text())
+        poly, cells = Path(found["mesh"]), int(found["cells"])
+    except OSError:
+        raise ModelError(f"the {CASE}'s {SIZE} mesh is not decomposed ({path}) -- {redo}") from None
+    except (ValueError, TypeError, KeyError):
+        raise ModelError(f"{path} is not a mesh and its cells -- {redo}") from None
+    if not (poly / "owner").is_file() or cells < 1:
+        raise ModelError(f"{path} names {poly}, which holds no mesh now -- {redo}")
+    return poly, cells
+
+
+def decompositions(poly: Path, log=None) -> dict[int, CommGraph]:
+    """{nodes: the S mesh's processor graph on them}, from the cache where made before."""
+    return {
+        n: scale.mesh_decomposition(poly, n * ranks_per_node(), name=mesh_name(), log=log)
+        for n in NODES
+    }
 
 
 def costs(latency_factor: float = 1.0) -> LinkCosts:
@@ -154,7 +197,7 @@ def predict(
         if nodes not in graphs:
             raise ModelError(
                 f"no decomposition of the {CASE} ({SIZE}) into {nodes * ranks_per_node()} "
-                f"ranks -- python -m localsite.publishedbench decompositions"
+                f"ranks -- python -m localsite.publishedbench nodehours"
             )
         for factor in LATENCY_FACTORS:
             predicted.setdefault(factor, {})[nodes] = row(

@@ -128,27 +128,27 @@ def decomposition(case: str, system: str, ranks: int, *, log=None) -> CommGraph:
     return _partition(mesh, ranks, case, f"{case} {system} {ranks}", kept, start, log)
 
 
-def mesh_decomposition(case_dir: Path, ranks: int, *, name: str, log=None) -> CommGraph:
-    """The processor graph of the meshed case in ``case_dir`` (a mesh no dictionary
+def mesh_decomposition(poly: Path, ranks: int, *, name: str, log=None) -> CommGraph:
+    """The processor graph of the mesh in the polyMesh folder ``poly`` (a mesh no dictionary
     determines: snappyHexMesh's) in ``ranks`` parts, as ``decomposition`` makes it from the
     mesh's own owner and neighbour lists; cached, keyed by them, under ``name``."""
     log = log or _stderr
-    mesh_dir = Path(case_dir) / "constant" / "polyMesh"
+    poly = Path(poly)
     digest = hashlib.sha256()
     for part in ("owner", "neighbour"):
         try:
-            with open(mesh_dir / part, "rb") as f:
+            with open(poly / part, "rb") as f:
                 while chunk := f.read(1 << 24):
                     digest.update(chunk)
         except FileNotFoundError:
-            raise ModelError(f"{mesh_dir}: no {part} -- mesh the case first") from None
+            raise ModelError(f"{poly}: no {part} -- mesh the case first") from None
     kept = _kept(f"{name}-{ranks}", _key(digest.hexdigest(), ranks))
     if (graph := _read_kept(kept)) is not None:
         return graph
     start = time.monotonic()
-    log(f"scale: {name}: the cell graph from {mesh_dir}")
+    log(f"scale: {name}: the cell graph from {poly}")
     try:
-        mesh = mesh_graph(Path(case_dir))
+        mesh = mesh_graph(poly)
     except CaseError as e:
         raise ModelError(str(e)) from None
     if not 2 <= ranks <= mesh.cells:

@@ -2,6 +2,7 @@
 
     python -m topofoam.reporting.papers table4 [--calls results/model] [--table FILE]
     python -m topofoam.reporting.papers crossover [--calls results/model] [--table FILE]
+    python -m topofoam.reporting.papers nodehours [--calls results/model] [--table FILE]
 
 Seed 000 Table 4, the runtime decrease of the local and global optimisation against
 OpenFOAM standard, predicted cell by cell (topofoam.prediction.papers) and set beside the
@@ -12,6 +13,10 @@ at srun's default block:cyclic: seed 000 does not say which its runs had.
 Seed 001's crossover: from how many cores PiPePCG and RePiPePCG beat PCG on seed 001's
 cluster (topofoam.prediction.crossover), the runtime ratios per core count beside Table 8's,
 at hpc2's inter-node latency and at multiples of it (seed 001 publishes no link costs).
+
+Seed 002's node-hours: the HPC_motorbike Small's solver time and node seconds on 1 to 8
+OCI nodes (topofoam.prediction.nodehours), beside section 4's table and its cost-optimal
+node count, with the sweep speed-up the published times need beyond the model.
 
 What cannot be predicted (a case whose calls were not counted, a size this machine cannot
 decompose) is one line saying so and what to run; never a number.
@@ -197,6 +202,54 @@ def render_crossover(x) -> str:
     return "\n".join(lines)
 
 
+def nodehours_inputs(calls_dir: Path):
+    """Seed 002's inputs made here: (the motorbike's counted runs, their law, its S mesh's
+    polyMesh folder, its cells); a missing one is a ModelError saying what to run."""
+    from topofoam.prediction import nodehours
+
+    runs = law.load(Path(calls_dir) / f"calls-{nodehours.CASE}.json")
+    fit = law.CallLaw.fit(runs)
+    poly, cells = nodehours.load_mesh(calls_dir)
+    return runs, fit, poly, cells
+
+
+def render_nodehours(nh) -> str:
+    from topofoam.prediction import nodehours
+
+    factors = nodehours.LATENCY_FACTORS
+    lines = [
+        f"Seed 002 section 4, the HPC_motorbike Small ({nodehours.CASE} {nodehours.SIZE} here: "
+        f"{nh.cells:,} cells) on OCI BM.Optimized3.36, {nodehours.ranks_per_node()} ranks a "
+        f"node, {nodehours.STEPS} steps: the solver's node seconds, published beside predicted "
+        "at hpc2's inter-node latency times " + ", ".join(f"{f:g}" for f in factors),
+        f"  {'nodes':>5}{'solver s':>10}{'node s':>8}"
+        + "".join(f"{'x' + format(f, 'g'):>8}" for f in factors)
+        + f"{'comm %':>8}{'sweep needed':>14}{'vs 1 node':>11}",
+    ]
+    for n in nodehours.NODES:
+        solver_s, node_s = nh.published[n]
+        r = nh.predicted[1.0][n]
+        needed, ratio = nh.compute_needed(n), nh.superlinear(n)
+        lines.append(
+            f"  {n:5d}{solver_s:10.0f}{node_s:8.0f}"
+            + "".join(f"{nh.predicted[f][n].node_s:8.0f}" for f in factors)
+            + f"{100 * (1 - r.terms['compute'] / r.step_s):8.1f}"
+            + (f"{needed:13.2f}x" if needed else f"{'-':>14}")
+            + (f"{ratio:10.2f}x" if ratio else f"{'-':>11}")
+        )
+    lines.append(
+        f"  cost-optimal: published {nh.cheapest()} node(s); predicted "
+        + ", ".join(f"{nh.cheapest(f)} (x{f:g})" for f in factors)
+    )
+    lines.append(
+        "  comm % = the model's communication in its step (x1); sweep needed = how much "
+        "faster than the model's a cell sweep must be for the published solver time (x1); "
+        "vs 1 node = that over one node's: the speed-up from fewer cells a rank (a cache "
+        "effect) the model leaves out"
+    )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m topofoam.reporting.papers", description=__doc__.split("\n\n")[0]
@@ -207,7 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--case", action="append", help="only these cases")
     x = sub.add_parser("crossover", help="seed 001's crossover predicted beside published")
     x.add_argument("--table", type=Path, default=published.SCALING, help="Tables 8 and 10 as CSV")
-    for each in (t, x):
+    n = sub.add_parser("nodehours", help="seed 002's node-hours predicted beside published")
+    n.add_argument("--table", type=Path, default=published.NODE_SECONDS, help="section 4 as CSV")
+    for each in (t, x, n):
         each.add_argument(
             "--calls", type=Path, help="folder of calls-<case>.json (default results/model)"
         )
@@ -218,12 +273,23 @@ def main(argv: list[str] | None = None) -> int:
         print(text, file=sys.stderr, flush=True)
 
     def run() -> int:
+        read = {
+            "table4": published.table4,
+            "crossover": published.scaling,
+            "nodehours": lambda path: published.node_seconds("oci", path),
+        }
         try:
-            table = (published.table4 if args.what == "table4" else published.scaling)(args.table)
+            table = read[args.what](args.table)
         except published.PublishedError as e:
             print(f"papers: {e}", file=sys.stderr)
             return 2
         calls_dir = args.calls or paths.results_dir() / "model"
+        if args.what == "nodehours":  # before the bandwidth is measured: all it needs
+            try:
+                runs, fit, poly, cells = nodehours_inputs(calls_dir)
+            except ModelError as e:
+                print(f"papers: no prediction: {e}", file=sys.stderr)
+                return 2
         if args.what == "crossover":
             from topofoam.prediction import crossover
 
@@ -235,7 +301,20 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"papers: {why}")
         bandwidth = core_bandwidth()
         say(f"papers: a core here streams {bandwidth / 1e9:.2f} GB/s (all cores at once)")
-        if args.what == "table4":
+        if args.what == "nodehours":
+            from topofoam.prediction import nodehours
+
+            try:
+                graphs = nodehours.decompositions(poly, say)
+                text = render_nodehours(
+                    nodehours.predict(
+                        graphs, cells, fit, papers.compute_of(runs, bandwidth), table, say
+                    )
+                )
+            except (ModelError, InputError) as e:
+                print(f"papers: no prediction: {e}", file=sys.stderr)
+                return 2
+        elif args.what == "table4":
             if args.case:
                 table = {k: v for k, v in table.items() if k[0] in args.case}
             text = render(predict_table4(table, calls_dir, bandwidth, say))
