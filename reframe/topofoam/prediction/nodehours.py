@@ -20,6 +20,7 @@ The placement is seed 002's tuned one (NPS2, ranks dealt over the NUMA nodes: Op
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,8 +89,14 @@ def costs(latency_factor: float = 1.0) -> LinkCosts:
     return papers.nearest_costs(COSTS_FROM, latency_factor)
 
 
+@functools.cache
+def node() -> topology.Node:
+    """The OCI node in NPS2 (``rankmap.topology.PRESETS``), made once: every row prices on it."""
+    return topology.from_synthetic(topology.PRESETS[SYSTEM])
+
+
 def ranks_per_node() -> int:
-    return topology.from_synthetic(topology.PRESETS[SYSTEM]).cores
+    return node().cores
 
 
 @dataclass(frozen=True)
@@ -118,8 +125,7 @@ def row(
     link: LinkCosts,
 ) -> Row:
     """The time per step on ``nodes`` nodes, priced on the tuned placement."""
-    node = topology.from_synthetic(topology.PRESETS[SYSTEM])
-    ranks = nodes * node.cores
+    ranks = nodes * ranks_per_node()
     if graph.n != ranks:
         raise ModelError(
             f"the decomposition has {graph.n} parts, {nodes} node(s) run {ranks} ranks -- "
@@ -128,14 +134,14 @@ def row(
     per = fit.predict(cells, ranks)
     work = Workload(step_s=0.0, ranks=ranks, **{k: per.get(k, 0.0) for k in law.QUANTITIES})
     compute_s = compute.on(SYSTEM) * cells / ranks * work.halo
-    placed = cyclic(graph, node, nodes)
+    placed = cyclic(graph, node(), nodes)
     terms = {
         "compute": compute_s,
         **communication(
             "standard",
             graph,
             nodes,
-            Machine(node, link),
+            Machine(node(), link),
             work,
             compute_s,
             (placed, openfoam_tree(placed)),
