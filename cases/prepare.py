@@ -303,20 +303,21 @@ def _key(case: Case, resolved: Resolved, request: Request, env: dict) -> str:
 
 
 def _run(app: str, args: list[str], case_dir: Path, env: dict, step: str) -> str:
-    """Run an OpenFOAM utility on the case; its output goes to ``log.<app>``."""
+    """Run an OpenFOAM utility on the case; its output goes to ``log.<app>`` as it is
+    written (a meshing of hours can be followed there), and is returned."""
     log = case_dir / f"log.{app}"
     try:
-        done = subprocess.run(
-            [app, *args, "-case", str(case_dir)],
-            env=env,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
+        with open(log, "ab") as f:
+            start = f.tell()
+            code = subprocess.run(
+                [app, *args, "-case", str(case_dir)], env=env, stdout=f, stderr=subprocess.STDOUT
+            ).returncode
     except FileNotFoundError:
         raise CaseError(f"{step}: {app} is not on PATH -- load an OpenFOAM environment") from None
-    with open(log, "a") as f:
-        f.write(done.stdout)
+    with open(log, "rb") as f:
+        f.seek(start)
+        text = f.read().decode(errors="replace")
+    done = subprocess.CompletedProcess(app, code, text)
     if "dummyScotchDecomp" in done.stdout:
         raise CaseError(
             f"{step}: this OpenFOAM's SCOTCH decomposition library is a stub (Debian's "
@@ -595,6 +596,9 @@ def _snappy_kept(case: Case, size, work: Path, env: dict, cache: Path, progress)
             shutil.rmtree(mesh, ignore_errors=True)
             shutil.copytree(kept / "polyMesh", mesh)
             return
+        progress(
+            f"{case.name}: snappyHexMesh, serial (hours at S and larger): its log is {work / 'log.snappyHexMesh'}"
+        )
         _snappy(case, size, work, env)
         scratch = Path(f"{kept}.tmp")
         shutil.rmtree(scratch, ignore_errors=True)
