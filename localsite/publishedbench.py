@@ -1,6 +1,7 @@
 """The model's inputs at the papers' scale, measured here (docs/model.md, docs/timings.md).
 
     python -m localsite.publishedbench calls [--case cavity2D ...]   # counted runs -> law
+    python -m localsite.publishedbench sweeps [--case motorbike ...] # their compute, alone
     python -m localsite.publishedbench decompositions                # Table 4's, cached
     python -m localsite.publishedbench crossover                     # seed 001's, cached
     python -m localsite.publishedbench nodehours                     # seed 002's, cached
@@ -18,6 +19,8 @@ damBreak2D (seed 001's case) is counted once per pressure solver (PCG, PiPePCG, 
 ``topofoam.jobs.solvers`` puts it in place of PCG), with the patched libraries that have them,
 into ``calls-damBreak2D-<solver>.json``; the solvers' sweeps are then timed in interleaved
 rounds (SWEEP_ROUNDS), and each solver's median step is the one its compute is taken from.
+``sweeps`` times any counted case so again, with nothing else running, in place of the step
+of its counted run (which met whatever ran beside the counts; the counts do not depend on it).
 
 ``decompositions``: every decomposition Table 4 needs (seed 000's cases at their published
 sizes on 2 to 10 nodes), with the time and peak memory of each; ``crossover``: seed 001's
@@ -152,20 +155,27 @@ def _timed(case: str, cells: int, ranks: int, env: dict, work: Path, solver: str
 
 
 def timed_sweeps(case: str, env: dict, work: Path, log) -> dict[str, list[float]]:
-    """{solver: its seconds a step in each round} (SWEEP_ROUNDS, interleaved)."""
+    """{solver: its seconds a step in each round} (SWEEP_ROUNDS, interleaved), at the
+    counts' largest size (the last named one) on their fewest ranks."""
     sizes, ranks, _, _ = PLAN[case]
-    times: dict[str, list[float]] = {solver: [] for solver in SOLVERS[case]}
+    solvers_of = SOLVERS.get(case, ("PCG",))
+    times: dict[str, list[float]] = {solver: [] for solver in solvers_of}
     for k in range(SWEEP_ROUNDS):
-        order = list(SOLVERS[case])
+        order = list(solvers_of)
         random.Random(k).shuffle(order)
         for solver in order:
-            times[solver].append(_timed(case, max(sizes), min(ranks), env, work, solver))
+            times[solver].append(_timed(case, _largest(sizes), min(ranks), env, work, solver))
         log(
             f"publishedbench: {case} sweeps, round {k + 1}/{SWEEP_ROUNDS}: "
-            + ", ".join(f"{s} {1e3 * times[s][-1]:.1f} ms" for s in SOLVERS[case])
+            + ", ".join(f"{s} {1e3 * times[s][-1]:.1f} ms" for s in solvers_of)
             + " a step"
         )
     return times
+
+
+def _largest(sizes: list):
+    """The largest of the plan's sizes: the last where they are named."""
+    return sizes[-1] if isinstance(sizes[-1], str) else max(sizes)
 
 
 def with_timed_step(runs: list[law.Counted], seconds: list[float]) -> list[law.Counted]:
@@ -228,6 +238,28 @@ def calls(args) -> int:
     return 0
 
 
+def sweeps(args) -> int:
+    """The compute of counted cases timed again (``calls``' step times are the counted
+    runs', which met whatever else ran): SWEEP_ROUNDS rounds with nothing else running, each
+    solver's median step put in place of its counted run's."""
+    env = dict(openfoam.run_env(), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    out = paths.results_dir() / "model"
+    with tempfile.TemporaryDirectory(prefix="publishedbench-") as tmp:
+        for case in args.case or list(PLAN):
+            counted = {
+                solver: law.load(out / f"calls-{counted_name(case, solver)}.json")
+                for solver in SOLVERS.get(case, ("PCG",))
+            }
+            times = timed_sweeps(case, _solver_env(env, case), Path(tmp), print)
+            _say_sweeps(case, times)
+            for solver, runs in counted.items():
+                law.save(
+                    with_timed_step(runs, times[solver]),
+                    out / f"calls-{counted_name(case, solver)}.json",
+                )
+    return 0
+
+
 def _say_sweeps(case: str, times: dict[str, list[float]]) -> None:
     """Each solver's median step with its interval, and its ratio to PCG's: the median of
     the rounds' own ratios (paired: a round's runs met the same spell of this VM)."""
@@ -237,10 +269,15 @@ def _say_sweeps(case: str, times: dict[str, list[float]]) -> None:
         s = stats.summarise(seconds)
         interval = f"{1e3 * s.low:.1f} to {1e3 * s.high:.1f} ms at {s.level:.0%}" if s.low else "-"
         ratios = [a / b for a, b in zip(seconds, times["PCG"])]
+        against = (
+            f"; PCG's x {statistics.median(ratios):.3f} (rounds {min(ratios):.3f} to "
+            f"{max(ratios):.3f})"
+            if solver != "PCG"
+            else ""
+        )
         print(
             f"publishedbench: {case} with {solver}: {1e3 * s.median:.1f} ms a step (median of "
-            f"{s.n}; {interval}); PCG's x {statistics.median(ratios):.3f} (rounds "
-            f"{min(ratios):.3f} to {max(ratios):.3f})",
+            f"{s.n}; {interval}){against}",
             flush=True,
         )
 
@@ -339,12 +376,15 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="what", required=True)
     c = sub.add_parser("calls", help="counted runs and the call law of each case")
     c.add_argument("--case", action="append", choices=list(PLAN))
+    w = sub.add_parser("sweeps", help="the counted cases' compute timed again, alone")
+    w.add_argument("--case", action="append", choices=list(PLAN))
     sub.add_parser("decompositions", help="every decomposition Table 4 needs")
     sub.add_parser("crossover", help="every decomposition seed 001's crossover needs")
     sub.add_parser("nodehours", help="every decomposition seed 002's node-hours need")
     args = p.parse_args(argv)
     what = {
         "calls": calls,
+        "sweeps": sweeps,
         "decompositions": decompositions,
         "crossover": crossover,
         "nodehours": nodehours,
