@@ -296,8 +296,9 @@ def _say_sweeps(case: str, times: dict[str, list[float]]) -> None:
             if solver != "PCG"
             else ""
         )
+        who = f"{case} with {solver}" if case in SOLVERS else case
         print(
-            f"publishedbench: {case} with {solver}: {1e3 * s.median:.1f} ms a step (median of "
+            f"publishedbench: {who}: {1e3 * s.median:.1f} ms a step (median of "
             f"{s.n}; {interval}){against}",
             flush=True,
         )
