@@ -118,6 +118,10 @@ def test_the_table_sets_every_node_count_beside_section_4():
         assert float(cells[2]) == published.node_seconds("oci")[n][1]
         assert float(cells[4]) == pytest.approx(got.predicted[1.0][n].node_s, abs=0.5)
     assert "cost-optimal: published 8 node(s); predicted 1 (x0.5), 1 (x1)" in text
+    table = published.node_seconds("oci")
+    changes = ", ".join(f"{100 * (table[n][1] / table[1][1] - 1):+.1f} %" for n in (2, 4, 8))
+    assert f"node seconds against one node's: published {changes}; predicted (x1) +" in text
+    assert "the sign agrees in 0 of 3" in text  # test data: communication only adds
 
 
 def _papers(calls_dir):

@@ -213,6 +213,33 @@ def nodehours_inputs(calls_dir: Path):
     return runs, fit, poly, cells
 
 
+def _against_one_node(nh) -> str:
+    """The node seconds' change from one node, published beside predicted (x1): what the
+    comparison turns on, whatever the error of the scaled compute, which one node holds."""
+    from scipy.stats import spearmanr
+
+    from topofoam.prediction import nodehours
+
+    more = [n for n in nodehours.NODES if n != 1]
+    one_pub, one_pred = nh.published[1][1], nh.predicted[1.0][1].node_s
+    pub = {n: 100 * (nh.published[n][1] / one_pub - 1) for n in more}
+    pred = {n: 100 * (nh.predicted[1.0][n].node_s / one_pred - 1) for n in more}
+    signs = sum((pub[n] < 0) == (pred[n] < 0) for n in more)
+    rho, pvalue = spearmanr(
+        [nh.published[n][1] for n in nodehours.NODES],
+        [nh.predicted[1.0][n].node_s for n in nodehours.NODES],
+    )
+    return (
+        "node seconds against one node's: published "
+        + ", ".join(f"{pub[n]:+.1f} %" for n in more)
+        + "; predicted (x1) "
+        + ", ".join(f"{pred[n]:+.1f} %" for n in more)
+        + f" (on {', '.join(str(n) for n in more)} nodes); the sign agrees in {signs} of "
+        f"{len(more)}; rank correlation over the {len(nodehours.NODES)} counts {rho:+.2f} "
+        f"(p = {pvalue:.2g})"
+    )
+
+
 def render_nodehours(nh) -> str:
     from topofoam.prediction import nodehours
 
@@ -241,6 +268,7 @@ def render_nodehours(nh) -> str:
         f"  cost-optimal: published {nh.cheapest()} node(s); predicted "
         + ", ".join(f"{nh.cheapest(f)} (x{f:g})" for f in factors)
     )
+    lines.append(f"  {_against_one_node(nh)}")
     lines.append(
         "  comm % = the model's communication in its step (x1); sweep needed = how much "
         "faster than the model's a cell sweep must be for the published solver time (x1); "
