@@ -10,6 +10,7 @@ failure leaves no half-made case behind, only ``<name>.failed`` with the logs.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import gzip
 import hashlib
@@ -318,6 +319,10 @@ def _run(app: str, args: list[str], case_dir: Path, env: dict, step: str) -> str
         f.seek(start)
         text = f.read().decode(errors="replace")
     done = subprocess.CompletedProcess(app, code, text)
+    if (code != 0 or "FOAM FATAL" in text) and _full(case_dir):
+        # The utility's own write (its log, or its output) met a full file system: said as
+        # every other write of the prepared case is (prepare), not as the utility's error.
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     if "dummyScotchDecomp" in done.stdout:
         raise CaseError(
             f"{step}: this OpenFOAM's SCOTCH decomposition library is a stub (Debian's "
@@ -331,6 +336,15 @@ def _run(app: str, args: list[str], case_dir: Path, env: dict, step: str) -> str
             f"{_failed_path(log)}; last lines:\n{tail}"
         )
     return done.stdout
+
+
+def _full(folder: Path) -> bool:
+    """Whether the file system holding ``folder`` has less than 64 KiB left."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
 
 
 def _failed_path(log: Path) -> Path:

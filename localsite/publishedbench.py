@@ -5,6 +5,7 @@
     python -m localsite.publishedbench decompositions                # Table 4's, cached
     python -m localsite.publishedbench crossover                     # seed 001's, cached
     python -m localsite.publishedbench nodehours                     # seed 002's, cached
+    python -m localsite.publishedbench derivation [--case C --system S]  # vs blockMesh
 
 ``calls``: each case of seed 000 in the suite's fixed work (its iterations per solve fixed,
 cases/catalog.py; seed 000 does not give its tolerances, and the cavities solved to the
@@ -41,6 +42,7 @@ import re
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -391,6 +393,47 @@ def nodehours(args) -> int:
     return 0
 
 
+def derivation(args) -> int:
+    """The derived cell graph (``cases.meshgraph.cell_graph``) against blockMesh's own mesh at
+    a published size: face for face, with blockMesh's time and peak memory. The tests show
+    it at the ci sizes; this is the largest size this machine holds."""
+    import numpy as np
+
+    from cases import CASES
+    from cases.meshgraph import cell_graph, internal_pairs, mesh_pairs
+    from cases.template import render
+
+    p = scale.published(args.case, args.system)
+    scale.check_memory(p)
+    c = CASES[args.case]
+    env = openfoam.run_env()
+    with tempfile.TemporaryDirectory(prefix="publishedbench-") as tmp:
+        render(c.template, c.variant, c.sizes[args.system].params, Path(tmp))
+        start = time.monotonic()
+        derived = internal_pairs(cell_graph(Path(tmp) / "system" / "blockMeshDict"))
+        print(
+            f"publishedbench: {args.case} {args.system}: derived {len(derived):,} internal "
+            f"faces in {time.monotonic() - start:.0f} s; blockMesh ...",
+            flush=True,
+        )
+        start = time.monotonic()
+        done = subprocess.run(["blockMesh"], cwd=tmp, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ModelError(f"blockMesh of {args.case} {args.system} failed: {done.stdout[-300:]}")
+        took = time.monotonic() - start
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+        meshed = mesh_pairs(Path(tmp) / "constant" / "polyMesh")
+        same = len(meshed) == len(derived) and bool(np.array_equal(meshed, derived))
+        differ = "" if same else f", {np.setxor1d(meshed, derived).size:,} faces in one only"
+        print(
+            f"publishedbench: {args.case} {args.system} ({p.cells:,} cells): blockMesh "
+            f"{took:.0f} s, peak {peak:.1f} GiB, {len(meshed):,} internal faces; the derived "
+            f"graph is {'its mesh face for face' if same else 'NOT its mesh'}{differ}",
+            flush=True,
+        )
+    return 0 if same else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m localsite.publishedbench", description=__doc__.split("\n\n")[0]
@@ -403,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("decompositions", help="every decomposition Table 4 needs")
     sub.add_parser("crossover", help="every decomposition seed 001's crossover needs")
     sub.add_parser("nodehours", help="every decomposition seed 002's node-hours need")
+    d = sub.add_parser("derivation", help="the derived cell graph against blockMesh's mesh")
+    d.add_argument("--case", default="pitzDaily", help="a blockMesh case of seed 000")
+    d.add_argument("--system", default="hpc2", choices=("vsc5", "hpc2"))
     args = p.parse_args(argv)
     what = {
         "calls": calls,
@@ -410,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         "decompositions": decompositions,
         "crossover": crossover,
         "nodehours": nodehours,
+        "derivation": derivation,
     }
 
     def go() -> int:
