@@ -384,9 +384,8 @@ def nodehours(args) -> int:
     cells = mesh_cells(poly)
     print(f"publishedbench: {seed002.CASE} {seed002.SIZE}: {cells:,} cells in {poly}", flush=True)
     for nodes in seed002.NODES:
-        ranks = nodes * seed002.ranks_per_node()
         _timed_decomposition(
-            functools.partial(scale.mesh_decomposition, poly, ranks, name=seed002.mesh_name()),
+            functools.partial(seed002.decomposition, poly, nodes),
             f"{seed002.CASE} {seed002.SIZE} {nodes} nodes",
         )
     seed002.save_mesh(poly, cells, output.folder(paths.results_dir() / "model", "results/model"))

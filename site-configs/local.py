@@ -149,14 +149,16 @@ _sweep = {
     # baseline of one session (the first ./bench validate), whose repeats cannot see that
     # drift, the solver has 50 %: unchanged sessions after such a baseline took +20 to +34 %
     # (session 26's CI) and -17 % (stop 41's), and a CPU quota of 0.5 still fails
-    # (docs/timings.md). The storage rates have 50 % (-33 %) either way: reconstructPar's
-    # rate on unchanged shared storage moved by up to -22 % between sessions, and a scratch
-    # disk mounted -o sync cut it by 72 to 87 %. The shared-memory fabric has two states,
+    # (docs/timings.md). The storage's times over memory's (x) have 50 % either way: the
+    # tolerance the storage rates had (reconstructPar's rate on unchanged shared storage moved
+    # by up to -22 % between sessions), now on a ratio the CPU's drift cancels out of, and a
+    # scratch disk mounted -o sync multiplied reconstructPar's by 27 (2026-12-01). The rates
+    # are logged beside, not judged. The shared-memory fabric has two states,
     # for minutes at a time (the host places the two vCPUs on one core complex of its AMD
     # EPYC or on two, which nothing in the guest sees or sets: 0.33 or 1.2 us, 8,500 or
     # 2,050 MB/s, docs/checks.md), so its round trips and bandwidth may be 5 times the
     # expected; a transport falling back to TCP (30 times) still fails.
-    "validate_margins": {"s": 0.10, "MB/s": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
+    "validate_margins": {"s": 0.10, "x": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
     "validate_margins_one_session": {"s": 0.50},
     "node_hour_price": None,
     "currency": "",

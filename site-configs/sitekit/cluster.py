@@ -46,6 +46,8 @@ class Partition:
     intra2_pairs: list[tuple[str, str]] | None = None
     #: Node-local scratch for the storage check (a folder on the node's own disk).
     local_storage: str = "${TMPDIR:-/tmp}"
+    #: Memory-backed folder the storage validation times the same steps in, for its ratio.
+    memory_storage: str = "/dev/shm"
     mpi: str = "openmpi4"  # openmpi4: mpirun -rf; openmpi5: --map-by rankfile:file=
     launcher: str = "srun"
     access: list[str] = field(default_factory=list)  # further #SBATCH options (qos, ...)
@@ -143,6 +145,7 @@ class Partition:
             "validate_margins": dict(self.validate_margins),
             "validate_margins_one_session": dict(self.validate_margins_one_session),
             "local_storage": self.local_storage,
+            "memory_storage": self.memory_storage,
             "node_hour_price": site.node_hour_price,
             "currency": site.currency,
             "build_on": site.build_on,

@@ -133,7 +133,7 @@ def listing(config, tmp_path, **env):
             "hpc2",
             'published_costs="hpc2"',
             'published_costs="hpc2", validate_margins={"Fabric": {"us": 1.0}}',
-            r"validate_margins names 'Fabric', neither a unit \(s, ms, us, MB/s, GB/s\) nor a "
+            r"validate_margins names 'Fabric', neither a unit \(s, ms, us, x, MB/s, GB/s\) nor a "
             r"validated check \(FabricValidation, SolverValidation, StorageValidation\) -- "
             r"correct it",
         ),

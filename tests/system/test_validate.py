@@ -21,7 +21,7 @@ from conftest import PYTHON, REPO, bench_cli
 from localsite.slurm import LocalSlurm
 from topofoam.results import stats
 from topofoam.validation.expectations import recurring
-from topofoam.validation.sessions import validation_sessions
+from topofoam.validation.sessions import stored, validation_sessions
 
 
 def read_facts(results):
@@ -250,8 +250,8 @@ def sync_scratch(tmp_path):
 
 
 def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync_scratch):
-    """The node-local storage the case is copied to is a synchronously mounted disk: the
-    rate at which OpenFOAM writes there fails, named; the rates on shared storage do not."""
+    """The node-local storage the case is copied to is a synchronously mounted disk: its time
+    over memory's fails, named; shared storage's does not."""
     scratch = ["-S", f"local_storage={sync_scratch}"]
     done = validate(baseline, "sync-scratch", reframe_args=[*only("StorageValidation"), *scratch])
     assert done.returncode == 1, shown(done)
@@ -260,15 +260,56 @@ def test_a_slow_scratch_disk_fails_the_verdict_naming_the_storage(baseline, sync
     storage = [j for j in verdict["judgements"] if j["check"] == "StorageValidation"]
     local = [j for j in storage if "%storage=local" in j["setting"]]
     shared = [j for j in storage if "%storage=shared" in j["setting"]]
-    assert {j["metric"] for j in local} == {"decompose_rate", "reconstruct_rate"}, storage
-    # reconstructPar's many small files: -72 to -87 % here; decomposePar's fewer, larger
-    # ones lose about 20 to 26 %, within the local storage margin (50 %: -33 %), so only the
-    # first is certain to fail.
-    (reconstruct,) = [j for j in local if j["metric"] == "reconstruct_rate"]
+    assert {j["metric"] for j in local} == {
+        "decompose_over_memory",
+        "reconstruct_over_memory",
+    }, storage
+    # reconstructPar's many small files, each waiting for the disk, are the fault's: only
+    # the first is certain to fail (decomposePar's fewer, larger ones lost 20 to 26 % of
+    # their rate, within the local storage margin of 50 %).
+    (reconstruct,) = [j for j in local if j["metric"] == "reconstruct_over_memory"]
     assert reconstruct["status"] == "FAIL" and reconstruct["ratio"] > 2, reconstruct
     assert not any(j["status"] == "FAIL" for j in shared), shared
-    assert "FAIL: StorageValidation on local:cpu: reconstruct_rate of" in done.stdout
-    assert "rate -" in done.stdout  # a lower rate reads as a loss
+    assert "FAIL: StorageValidation on local:cpu: reconstruct_over_memory of" in done.stdout
+    assert "time +" in done.stdout  # more time over memory reads as a loss
+
+
+#: Of the cores' time for the storage's CPU control: a quarter of 2 cores is half of one,
+#: so even decomposePar and reconstructPar, one process each, run about twice as long.
+STORAGE_QUOTA = 0.25
+
+
+def storage_seconds(baseline, tag, monkeypatch) -> list[float]:
+    """decomposePar's times on storage in the session tagged ``tag``, from the store as
+    ReFrame logged them (they are logged, not judged)."""
+    monkeypatch.setenv("TOPOFOAM_RESULTS", str(baseline))
+    (record,) = stored(REPO / "site-configs" / "local.py", f'?tag=="{tag}"')
+    return [
+        case["perfvalues"][f"{case['system']}:{case['partition']}:decompose"][0]
+        for run in record["runs"]
+        for case in run["testcases"]
+        if case["name"].startswith("StorageValidation") and case.get("perfvalues")
+    ]
+
+
+def test_an_unchanged_storage_on_a_slower_cpu_is_not_the_storages_finding(baseline, monkeypatch):
+    """The storage's control for the CPU: a session on a quarter of the CPU time, the
+    storage only, slows OpenFOAM's steps on storage and in memory alike, so the storage is
+    not failed (its rates, judged before the ratio, were: an unchanged session on a host
+    30 % slower FAILed them)."""
+    done = validate(
+        baseline, "storage-slower-cpu", quota=STORAGE_QUOTA, reframe_args=only("StorageValidation")
+    )
+    verdict = verdict_of(baseline)
+    storage = [j for j in verdict["judgements"] if j["check"] == "StorageValidation"]
+    assert len(storage) == 4, shown(done)
+    assert not any(j["status"] == "FAIL" for j in storage), shown(done)
+    # The quota did slow the steps the ratios are made of (1.5 times, 2026-12-01).
+    slowed = stats.compare(
+        storage_seconds(baseline, "baseline", monkeypatch),
+        storage_seconds(baseline, "storage-slower-cpu", monkeypatch),
+    )
+    assert slowed.verdict == "slower", slowed
 
 
 def test_margins_changed_since_recording_are_told(baseline, tmp_path):

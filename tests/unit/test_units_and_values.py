@@ -196,3 +196,36 @@ def test_a_session_in_ms_is_stored_in_seconds():
 
 def test_no_change_ever_reads_nan():
     assert judge._pct(math.nan) == "?" and judge._pct(None) == "?"
+
+
+def ratio_repeats(bad=None):
+    """Ten StorageValidation repeats of a time over memory's (unit x), one of them ``bad``."""
+    cases = []
+    for n in range(10):
+        value = bad if (bad is not None and n == 4) else 1.5 + 0.01 * n
+        cases.append(case(f"StorageValidation %repeat={n}", setting="shared",
+                          validated_metrics=["decompose_over_memory"],
+                          perf={"site:part:decompose_over_memory": [value, 0, None, None, "x", None]}))  # fmt: skip
+    return sessions.from_record(record([cases]))
+
+
+def test_a_time_over_memory_is_worse_larger_and_never_zero():
+    """StorageValidation's ratios (unit x): more time over memory's is worse, the default
+    margin holds, and a zero or negative ratio is no measurement."""
+    k = key("decompose_over_memory", "StorageValidation")
+    assert sessions.better("x") == "lower"
+    read = sessions.Key("StorageValidation", "site:part", "env", "shared", k.metric)
+    assert ratio_repeats().units[read] == "x"
+    e = expect(draws(1.5, 0.02), unit="x", margin=expectations.MARGINS["x"], k=k)
+    for measured, status in ((draws(1.5, 0.02, seed=1), judge.PASS),
+                             (draws(1.9, 0.02, seed=2), judge.FAIL),
+                             (draws(1.1, 0.02, seed=3), judge.PASS)):  # fmt: skip
+        s = session({k: measured})
+        s.units = {k: "x"}
+        v = judge.judge([e], s)
+        assert v.status == status, v.lines()
+    for bad, said in ((0.0, "zero"), (-1.5, "negative")):
+        assert ratio_repeats(bad).invalid == [
+            f"StorageValidation %repeat=4 /abcdef12 on site:part: decompose_over_memory is "
+            f"{said}, not a measurement"
+        ]

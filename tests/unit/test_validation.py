@@ -413,7 +413,10 @@ def test_the_checks_with_margins_of_their_own_are_those_that_record_them():
     [
         ({"s": 11}, "gives 's' the margin 11, not a number from 0 to 10"),
         ({"s": True}, "gives 's' the margin True, not a number"),
-        ({"sec": 0.1}, "names 'sec', neither a unit (s, ms, us, MB/s, GB/s) nor a validated check"),
+        (
+            {"sec": 0.1},
+            "names 'sec', neither a unit (s, ms, us, x, MB/s, GB/s) nor a validated check",
+        ),
         ({"FabricValidaton": {"us": 4.0}}, "names 'FabricValidaton', neither a unit"),
         ({"FabricValidation": 4.0}, "gives FabricValidation 4.0, not margins by unit of its own"),
         (

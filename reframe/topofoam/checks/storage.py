@@ -9,8 +9,13 @@ copies timed too, since seed 002 found shared storage ahead once the copy back i
 
 Beside the times, the storage's throughput as OpenFOAM uses it: the megabytes decomposePar
 writes into the processor folders, and reconstructPar into the case's time folders, per second
-of each (``decompose_rate``, ``reconstruct_rate``; MB = 10^6 bytes). StorageValidation
-(reframe/validate.py) repeats them for a verdict.
+of each (``decompose_rate``, ``reconstruct_rate``; MB = 10^6 bytes).
+
+With ``memory_pair``, each of decomposePar and reconstructPar also runs, just before, on a copy
+of the case in memory (the partition's ``memory_storage``, default /dev/shm): its time there is
+what the step costs with no storage under it. StorageValidation (reframe/validate.py) judges
+the storage's time over that one: a node or a session whose CPU is slower slows both alike,
+so the ratio names the storage alone.
 """
 
 import reframe.utility.sanity as sn
@@ -31,6 +36,8 @@ from topofoam.checks.sweep import PreparedLayout, layout_name
 from topofoam.config import sweepspace
 
 STEPS = ("stage_in", "decompose", "solve", "reconstruct", "copy_back")
+#: The steps timed again in memory with ``memory_pair``.
+MEMORY_STEPS = ("decompose_memory", "reconstruct_memory")
 
 
 #: Bytes in the case's time folders (what reconstructPar writes), and in its processor
@@ -81,6 +88,11 @@ class StorageSteps(PreparedCaseRun):
     #: The node-local folder the case is copied to (``local``); empty: the partition's
     #: ``local_storage`` extra, else ``$TMPDIR`` or /tmp.
     local_storage = variable(str, value="")
+    #: Time decomposePar and reconstructPar in memory too, each just before its step.
+    memory_pair = variable(bool, value=False)
+    #: The memory-backed folder of the pair; empty: the partition's ``memory_storage`` extra,
+    #: else /dev/shm.
+    memory_storage = variable(str, value="")
 
     def _layout(self):
         info = type(self).get_variant_info(self.variant_num, recurse=True)
@@ -133,6 +145,7 @@ class StorageSteps(PreparedCaseRun):
             # the case even when it is absolute.
             f'(cd "$RUNDIR" && foamDictionary -entry writeInterval -set {every} '
             f"system/controlDict > /dev/null) || exit 1",
+            *self._in_memory_first("decompose"),
             "t0=$(date +%s.%N)",
             'decomposePar -force -case "$RUNDIR" > log.decomposePar 2>&1',
             _DURABLE,
@@ -146,6 +159,7 @@ class StorageSteps(PreparedCaseRun):
         self.postrun_cmds = [
             _DURABLE,
             _elapsed("solve"),
+            *self._in_memory_first("reconstruct"),
             "t0=$(date +%s.%N)",
             'reconstructPar -case "$RUNDIR" > log.reconstructPar 2>&1',
             _DURABLE,
@@ -157,20 +171,61 @@ class StorageSteps(PreparedCaseRun):
             self.postrun_cmds += ['cp -r "$RUNDIR"/. . && sync -f . && rm -rf "$RUNDIR"']
         self.postrun_cmds.append(_elapsed("copy_back"))
 
+    def _in_memory_first(self, step: str) -> list[str]:
+        """The commands that time ``step`` on a copy of the case in memory, with ``memory_pair``
+        (nothing without). Decompose makes the copy (the case as its step finds it, without
+        processor folders), removed when the job ends; reconstruct first takes the solved
+        processor folders from the storage. Both sync as the storage's steps do (a no-op on a
+        tmpfs), so the pair differs by the storage alone."""
+        if not self.memory_pair:
+            return []
+        if step == "decompose":
+            memory = self.memory_storage or self.current_partition.extras.get(
+                "memory_storage", "/dev/shm"
+            )
+            cmds = [
+                f'MEMDIR=$(mktemp -d "{memory}/topofoam-memory.XXXXXX") || exit 1',
+                "trap 'rm -rf \"$MEMDIR\"' EXIT",
+                'tar --exclude="./rfm_*" --exclude="./processor*" -C "$RUNDIR" -cf - . '
+                '| tar -xf - -C "$MEMDIR" || exit 1',
+                "t0=$(date +%s.%N)",
+                'decomposePar -force -case "$MEMDIR" > log.decomposePar.memory 2>&1',
+            ]
+        else:
+            cmds = [
+                'rm -rf "$MEMDIR"/processor* && cp -r "$RUNDIR"/processor* "$MEMDIR"/ || exit 1',
+                "t0=$(date +%s.%N)",
+                'reconstructPar -case "$MEMDIR" > log.reconstructPar.memory 2>&1',
+            ]
+        return [*cmds, 'sync -f "$MEMDIR"', _elapsed(f"{step}_memory")]
+
     @sanity_function
     def assert_all_steps(self):
-        """The solver run as every run check requires, every step timed, reconstructPar
-        wrote the final time, and the case written as often as asked."""
+        """The solver run as every run check requires, every step timed (in memory too, with
+        ``memory_pair``), reconstructPar wrote the final time, and the case written as often
+        as asked."""
         written = sn.count(
             sn.extractall(r"^Time = (\S+)\s*$", f"{self.stagedir}/log.reconstructPar", 1)
         )
         expected = self.expected_steps // self.write_every if self.write_every else 1
+        timed = len(STEPS) + (len(MEMORY_STEPS) if self.memory_pair else 0)
+        # A pair step that failed fast would pass for a fast memory: each must have finished.
+        paired = [
+            sn.assert_found(
+                r"^End",
+                f"{self.stagedir}/log.{utility}.memory",
+                msg=f"{utility} in memory did not finish (log.{utility}.memory)",
+            )
+            for utility in ("decomposePar", "reconstructPar")
+            if self.memory_pair
+        ]
         return sn.all(
             [
+                *paired,
                 self.assert_run(),
                 sn.assert_eq(
                     sn.count(sn.extractall(r"^step (\w+) seconds \S+", self.stdout, 1)),
-                    len(STEPS),
+                    timed,
                     msg="{0} of the steps were timed, expected {1}",
                 ),
                 sn.assert_found(

@@ -77,12 +77,14 @@ def load_mesh(folder: Path) -> tuple[Path, int]:
     return poly, cells
 
 
+def decomposition(poly: Path, nodes: int, log=None) -> CommGraph:
+    """The S mesh's processor graph on ``nodes`` nodes, from the cache where made before."""
+    return scale.mesh_decomposition(poly, nodes * ranks_per_node(), name=mesh_name(), log=log)
+
+
 def decompositions(poly: Path, log=None) -> dict[int, CommGraph]:
-    """{nodes: the S mesh's processor graph on them}, from the cache where made before."""
-    return {
-        n: scale.mesh_decomposition(poly, n * ranks_per_node(), name=mesh_name(), log=log)
-        for n in NODES
-    }
+    """{nodes: the S mesh's processor graph on them}."""
+    return {n: decomposition(poly, n, log) for n in NODES}
 
 
 def costs(latency_factor: float = 1.0) -> LinkCosts:

@@ -28,8 +28,9 @@ import math
 
 #: Units whose values are times or time-like costs: above zero.
 TIME_UNITS = {"s", "ms", "us", "ns", "min", "h", "s/step", "node-h"}
-#: Units of rates and normalised times (the figures of merit, topofoam.results.merit): above zero.
-RATE_UNITS = {"cells/s", "core-s/cell"}
+#: Units of rates and normalised times (the figures of merit, topofoam.results.merit; x, a time
+#: over another): above zero.
+RATE_UNITS = {"cells/s", "core-s/cell", "x"}
 #: Units whose values are event counts: zero or more, whole.
 COUNT_UNITS = {"calls"}
 #: Time metrics a run may report as exactly 0 (see the module's text).

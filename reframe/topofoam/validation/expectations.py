@@ -38,7 +38,7 @@ from topofoam.validation.sessions import (
 FORMAT = 1
 #: Practical margins by unit, unless an expectation states its own: solver times are the
 #: steadiest (and what an admin pays for), latencies and rates vary more between runs.
-MARGINS = {"s": 0.05, "ms": 0.10, "us": 0.10, "MB/s": 0.10, "GB/s": 0.10}
+MARGINS = {"s": 0.05, "ms": 0.10, "us": 0.10, "MB/s": 0.10, "GB/s": 0.10, "x": 0.10}
 
 
 class ExpectationsError(RuntimeError):

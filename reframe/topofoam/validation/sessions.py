@@ -29,7 +29,7 @@ from topofoam.results import values as values_
 
 #: Which way is better, by unit. Only these are judged: times and rates the checks measure
 #: (derived figures such as FVOPS and T* repeat the wall time, counts are not performance).
-LOWER = ("s", "ms", "us")
+LOWER = ("s", "ms", "us", "x")  # x: a time over another (the storage's over memory's)
 HIGHER = ("MB/s", "GB/s")
 
 
