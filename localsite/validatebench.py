@@ -1,7 +1,7 @@
 """How far the validation verdict can be trusted on this machine (docs/timings.md).
 
     python -m localsite.validatebench [--baseline 8] [--unchanged 10] [--together 3]
-                                      [--fractions 0.86]
+                                      [--fractions 0.86] [--checks SolverValidation]
 
 runs ``--baseline`` validation sessions (``./bench validate``), ``--unchanged`` sessions with
 nothing changed (every FAIL among them is a false alarm) and ``--together`` sessions under
@@ -15,7 +15,9 @@ baseline sessions together as the expectations (``python -m topofoam.validation 
 first), judges each other session alone (``judge --session``), and each run of ``--together``
 sessions of one state as one (``judge --sessions``: their medians' mean, where the drift
 between sessions averages out). It prints per verdict its counts, the solver's measured
-change and the smallest worsening of each measurement it could detect. Root only (the
+change and the smallest worsening of each measurement it could detect. ``--checks`` narrows
+every session to those checks and the node's fingerprint (``--checks SolverValidation``: the
+15 % solver control at its size, about 45 s a session here instead of 160). Root only (the
 quota). Run it with nothing else on the machine: it is a timing.
 """
 
@@ -23,18 +25,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
+import statistics
 import subprocess
 import sys
 import time
 
 from localsite.benchrun import BENCH, as_root
 from topofoam import paths
+from topofoam.results import stats
+from topofoam.validation.sessions import validation_sessions
 
 
-def _session(tag: str, fraction: float | None) -> dict:
-    """One validation session, tagged; its own verdict (against whatever expectations there
-    were when it ran) is not the one that counts."""
+def _session(tag: str, fraction: float | None, checks: str = "") -> dict:
+    """One validation session, tagged, of the checks named (all, if none); its own verdict
+    (against whatever expectations there were when it ran) is not the one that counts."""
     command = [BENCH, "validate", "--session-tag", tag]
+    if checks:
+        command += ["--", "-n", "|".join(("NodeFingerprint", *checks.split(",")))]
     if fraction is not None:
         command = [sys.executable, "-m", "localsite.cpuquota", str(fraction), "--", *command]
     began = time.monotonic()
@@ -56,6 +65,30 @@ def _judged(tags: list[str], took: float) -> dict:
     )  # fmt: skip
     label = tags[0] if len(tags) == 1 else f"{tags[0]}..{tags[-1].rsplit('-', 1)[-1]}"
     return _verdict(label, done.returncode, took or time.monotonic() - began)
+
+
+def _resolution(base: list[str], together: int) -> str:
+    """What the baseline's own drift lets the verdict resolve for the solver: its sessions'
+    spread, and the half-width of the interval of one session and of ``together`` judged
+    as one, at the baseline's centre (stats.drift, the verdict's own comparison)."""
+    found = validation_sessions(
+        paths.REPO / "site-configs" / "local.py", f"?tag in {tuple(base)!r}"
+    )
+    medians = [
+        statistics.median(samples)
+        for session in found
+        for key, samples in session.samples.items()
+        if (key.check, key.metric) == ("SolverValidation", "wall")
+    ]
+    if len(medians) < 3:
+        return "the solver's resolution needs 3 baseline sessions with a solver"
+    centre = math.exp(statistics.fmean(math.log(m) for m in medians))
+    half = {m: stats.drift(medians, [centre] * m).high - 1 for m in sorted({1, together})}
+    return (
+        f"the {len(medians)} baseline sessions' solver medians spread "
+        f"{stats.drift(medians, centre).spread * 100:.1f} %: "
+        + ", ".join(f"{m} session(s) resolve +-{h * 100:.1f} %" for m, h in half.items())
+    )
 
 
 def interleaved(counts: dict[str, int]) -> list[tuple[str, int]]:
@@ -130,7 +163,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unchanged", type=int, default=10)
     p.add_argument("--together", type=int, default=3, help="sessions of one state judged as one")
     p.add_argument("--fractions", default="0.86", help="CPU quotas (0.86: the solver about +15 %%)")
+    p.add_argument(
+        "--checks", default="", help="comma-separated validation checks to run (default: all)"
+    )
     args = p.parse_args(argv)
+    known = re.findall(
+        r"@rfm\.simple_test\nclass (\w+)", (paths.REPO / "reframe" / "validate.py").read_text()
+    )
+    unknown = [c for c in args.checks.split(",") if args.checks and c not in known]
+    if unknown:
+        print(
+            f"validatebench: --checks {args.checks}: no validation check {', '.join(unknown)} "
+            f"in reframe/validate.py -- name some of {', '.join(known)}",
+            file=sys.stderr,
+        )
+        return 2
     if not as_root("validatebench", "the CPU quota"):
         return 2
     stamp = time.strftime("%Y%m%dT%H%M%S")
@@ -139,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = {"base": args.baseline, "same": args.unchanged} | dict.fromkeys(quota, args.together)
     ran: dict[str, list[dict]] = {name: [] for name in counts}
     for name, number in interleaved(counts):
-        s = _session(f"{stamp}-{name}-{number}", quota.get(name))
+        s = _session(f"{stamp}-{name}-{number}", quota.get(name), args.checks)
         ran[name].append(s)
         print(f"{s['tag']:>14}: ran (exit {s['exit']}), {s['took']:.0f} s", flush=True)
     base = [s["tag"] for s in ran["base"]]
@@ -151,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"validatebench: {(recorded.stdout + recorded.stderr).strip()}", flush=True)
     if recorded.returncode != 0:
         return 1
+    print(f"validatebench: {_resolution(base, args.together)}", flush=True)
     alone, together = {}, {}
     for name in (n for n in counts if n != "base"):
         alone[name] = [_judged([s["tag"]], s["took"]) for s in ran[name]]

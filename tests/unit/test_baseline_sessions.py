@@ -8,11 +8,14 @@ localsite.validatebench)."""
 
 import math
 import random
+import subprocess
+import sys
 
 import pytest
 from scipy import stats as scipy_stats
 from test_validation import key
 
+from conftest import REPO
 from topofoam.results import stats
 from topofoam.validation import expectations, judge
 from topofoam.validation.sessions import Key, Session, SessionError, together
@@ -341,3 +344,16 @@ def test_three_sessions_together_pass_unchanged_and_fail_15_percent_where_one_ca
 def test_one_session_is_not_a_group():
     with pytest.raises(SessionError, match=r"1 session\(s\) selected to judge together"):
         together([a_session(0)])
+
+
+def test_the_benchmark_s_checks_are_named_or_refused_in_one_line():
+    """validatebench --checks narrows its sessions to checks of reframe/validate.py (the 15 %
+    solver control at its size); a misspelt one is refused before any session runs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "localsite.validatebench", "--checks", "SolverValidaton"],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    (line,) = done.stderr.strip().splitlines()
+    assert "no validation check SolverValidaton in reframe/validate.py" in line
+    assert "SolverValidation" in line.split("--", 1)[1]
