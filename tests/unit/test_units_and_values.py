@@ -159,12 +159,14 @@ def test_a_rate_unit_on_a_round_trip_is_refused_when_loaded(tmp_path):
         expectations.load(path, "site")
 
 
-def ten_repeats(bad=None, unit="s"):
+def ten_repeats(bad=None, unit="s", check="SolverValidation", setting="case/1x2",
+                metric="wall", centre=3.0):  # fmt: skip
+    """Ten repeats of one validated measurement, the fifth of them ``bad`` (if given)."""
     cases = []
     for n in range(10):
-        value = bad if (bad is not None and n == 4) else 3.0 + 0.01 * n
-        cases.append(case(f"SolverValidation %repeat={n}", setting="case/1x2", validated_metrics=["wall"],
-                          perf={"site:part:wall": [value, 0, None, None, unit, None]}))  # fmt: skip
+        value = bad if (bad is not None and n == 4) else centre + 0.01 * n
+        cases.append(case(f"{check} %repeat={n}", setting=setting, validated_metrics=[metric],
+                          perf={f"site:part:{metric}": [value, 0, None, None, unit, None]}))  # fmt: skip
     return sessions.from_record(record([cases]))
 
 
@@ -200,13 +202,7 @@ def test_no_change_ever_reads_nan():
 
 def ratio_repeats(bad=None):
     """Ten StorageValidation repeats of a time over memory's (unit x), one of them ``bad``."""
-    cases = []
-    for n in range(10):
-        value = bad if (bad is not None and n == 4) else 1.5 + 0.01 * n
-        cases.append(case(f"StorageValidation %repeat={n}", setting="shared",
-                          validated_metrics=["decompose_over_memory"],
-                          perf={"site:part:decompose_over_memory": [value, 0, None, None, "x", None]}))  # fmt: skip
-    return sessions.from_record(record([cases]))
+    return ten_repeats(bad, "x", "StorageValidation", "shared", "decompose_over_memory", 1.5)
 
 
 def test_a_time_over_memory_is_worse_larger_and_never_zero():
