@@ -24,9 +24,9 @@ quota). Run it with nothing else on the machine: it is a timing.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
-import re
 import statistics
 import subprocess
 import sys
@@ -38,12 +38,30 @@ from topofoam.results import stats
 from topofoam.validation.sessions import validation_sessions
 
 
-def _session(tag: str, fraction: float | None, checks: str = "") -> dict:
+def validation_checks() -> list[str]:
+    """The check classes reframe/validate.py registers (``@rfm.simple_test``), read from its
+    source: the names ``--checks`` may give, without loading ReFrame."""
+    tree = ast.parse((paths.REPO / "reframe" / "validate.py").read_text())
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(d) == "rfm.simple_test" for d in node.decorator_list)
+    ]
+
+
+def narrowed(checks: list[str]) -> list[str]:
+    """ReFrame's arguments for a validation session of ``checks`` only, and the node's
+    fingerprint, which every verdict needs (what was measured on which node)."""
+    return ["-n", "|".join(("NodeFingerprint", *checks))]
+
+
+def _session(tag: str, fraction: float | None, checks: list[str]) -> dict:
     """One validation session, tagged, of the checks named (all, if none); its own verdict
     (against whatever expectations there were when it ran) is not the one that counts."""
     command = [BENCH, "validate", "--session-tag", tag]
     if checks:
-        command += ["--", "-n", "|".join(("NodeFingerprint", *checks.split(",")))]
+        command += ["--", *narrowed(checks)]
     if fraction is not None:
         command = [sys.executable, "-m", "localsite.cpuquota", str(fraction), "--", *command]
     began = time.monotonic()
@@ -83,11 +101,11 @@ def _resolution(base: list[str], together: int) -> str:
     if len(medians) < 3:
         return "the solver's resolution needs 3 baseline sessions with a solver"
     centre = math.exp(statistics.fmean(math.log(m) for m in medians))
-    half = {m: stats.drift(medians, [centre] * m).high - 1 for m in sorted({1, together})}
+    half = {m: stats.drift(medians, [centre] * m) for m in sorted({1, together})}
     return (
         f"the {len(medians)} baseline sessions' solver medians spread "
-        f"{stats.drift(medians, centre).spread * 100:.1f} %: "
-        + ", ".join(f"{m} session(s) resolve +-{h * 100:.1f} %" for m, h in half.items())
+        f"{half[1].spread * 100:.1f} %: "
+        + ", ".join(f"{m} session(s) resolve +-{(d.high - 1) * 100:.1f} %" for m, d in half.items())
     )
 
 
@@ -167,10 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         "--checks", default="", help="comma-separated validation checks to run (default: all)"
     )
     args = p.parse_args(argv)
-    known = re.findall(
-        r"@rfm\.simple_test\nclass (\w+)", (paths.REPO / "reframe" / "validate.py").read_text()
-    )
-    unknown = [c for c in args.checks.split(",") if args.checks and c not in known]
+    known = validation_checks()
+    checks = [c for c in args.checks.split(",") if c]
+    unknown = [c for c in checks if c not in known]
     if unknown:
         print(
             f"validatebench: --checks {args.checks}: no validation check {', '.join(unknown)} "
@@ -186,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = {"base": args.baseline, "same": args.unchanged} | dict.fromkeys(quota, args.together)
     ran: dict[str, list[dict]] = {name: [] for name in counts}
     for name, number in interleaved(counts):
-        s = _session(f"{stamp}-{name}-{number}", quota.get(name), args.checks)
+        s = _session(f"{stamp}-{name}-{number}", quota.get(name), checks)
         ran[name].append(s)
         print(f"{s['tag']:>14}: ran (exit {s['exit']}), {s['took']:.0f} s", flush=True)
     base = [s["tag"] for s in ran["base"]]

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from conftest import PYTHON, REPO, bench_cli
+from localsite import validatebench
 from localsite.slurm import LocalSlurm
 from topofoam.results import stats
 from topofoam.validation.expectations import recurring
@@ -150,7 +151,7 @@ def only(*checks: str) -> list[str]:
     """A fault's session narrowed to the checks it concerns, and the node's fingerprint: the
     verdict is FAIL by the checks left out ("missing") anyway, so each control asserts its
     own check's judgement, which only the fault can fail. The unchanged rerun runs them all."""
-    return ["-n", "|".join(("NodeFingerprint", *checks))]
+    return validatebench.narrowed(list(checks))
 
 
 @pytest.fixture(scope="module")

@@ -357,3 +357,20 @@ def test_the_benchmark_s_checks_are_named_or_refused_in_one_line():
     (line,) = done.stderr.strip().splitlines()
     assert "no validation check SolverValidaton in reframe/validate.py" in line
     assert "SolverValidation" in line.split("--", 1)[1]
+
+
+def test_the_benchmark_s_check_names_are_the_registered_checks():
+    """The names --checks accepts are validate.py's registered checks, not its mixins; a
+    narrowed session keeps the node's fingerprint."""
+    from localsite import validatebench
+
+    names = validatebench.validation_checks()
+    assert {"NodeFingerprint", "SolverValidation", "StorageValidation", "FabricValidation"} <= set(
+        names
+    )
+    source = (REPO / "reframe" / "validate.py").read_text()
+    assert "class Validated" in source and "Validated" not in names  # a mixin, not a check
+    assert validatebench.narrowed(["SolverValidation", "StorageValidation"]) == [
+        "-n",
+        "NodeFingerprint|SolverValidation|StorageValidation",
+    ]
