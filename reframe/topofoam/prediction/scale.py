@@ -13,6 +13,7 @@ blockMeshDict, the ranks and the method; a second call reads it back.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import tempfile
@@ -134,26 +135,46 @@ def mesh_decomposition(poly: Path, ranks: int, *, name: str, log=None) -> CommGr
     mesh's own owner and neighbour lists; cached, keyed by them, under ``name``."""
     log = log or _stderr
     poly = Path(poly)
-    digest = hashlib.sha256()
+    stamp = []
     for part in ("owner", "neighbour"):
         try:
-            with open(poly / part, "rb") as f:
-                while chunk := f.read(1 << 24):
-                    digest.update(chunk)
+            st = (poly / part).stat()
         except FileNotFoundError:
             raise ModelError(f"{poly}: no {part} -- mesh the case first") from None
-    kept = _kept(f"{name}-{ranks}", _key(digest.hexdigest(), ranks))
+        stamp.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    digest = _mesh_digest(str(poly), tuple(stamp))
+    kept = _kept(f"{name}-{ranks}", _key(digest, ranks))
     if (graph := _read_kept(kept)) is not None:
         return graph
     start = time.monotonic()
     log(f"scale: {name}: the cell graph from {poly}")
     try:
-        mesh = mesh_graph(poly)
+        mesh = _mesh_of(str(poly), digest)
     except CaseError as e:
         raise ModelError(str(e)) from None
     if not 2 <= ranks <= mesh.cells:
         raise ModelError(f"{ranks} ranks for {mesh.cells:,} cells -- give 2 to {mesh.cells:,}")
     return _partition(mesh, ranks, name, f"{name} {ranks}", kept, start, log)
+
+
+# A model decomposes one mesh into several rank counts in a row: its lists (hundreds of MB
+# for the motorbike's S mesh) are hashed and read once for all of them, not once each.
+@functools.lru_cache(maxsize=4)
+def _mesh_digest(poly: str, stamp: tuple) -> str:
+    """The digest of the owner and neighbour lists, for as long as their files (``stamp``:
+    inode, size and time of each) are unchanged."""
+    digest = hashlib.sha256()
+    for part in ("owner", "neighbour"):
+        with open(Path(poly) / part, "rb") as f:
+            while chunk := f.read(1 << 24):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _mesh_of(poly: str, digest: str):
+    """The cell graph of the mesh whose lists have ``digest``: the last one only."""
+    return mesh_graph(Path(poly))
 
 
 def _stderr(text: str) -> None:
