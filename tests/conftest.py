@@ -35,11 +35,17 @@ os.environ.setdefault("TOPOFOAM_COMPARE", "all")
 TIERS = ("unit", "integration", "system")
 
 
+def tier_of(item) -> str:
+    return Path(str(item.fspath)).parent.name
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        tier = Path(str(item.fspath)).parent.name
-        if tier in TIERS:
-            item.add_marker(getattr(pytest.mark, tier))
+        if tier_of(item) in TIERS:
+            item.add_marker(getattr(pytest.mark, tier_of(item)))
+    # The unit tier first: its failures show in minutes, and its one process leaves the
+    # second core to the Spack concretization started with the session (spack_ahead).
+    items.sort(key=lambda item: tier_of(item) != "unit")
 
 
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (Slurm daemons, namespaces)")
@@ -327,6 +333,34 @@ def one_line(done: subprocess.CompletedProcess, status: int, pattern: str) -> st
 #: (tests/integration/test_spack.py): site -> the lock, for later Spack runs of the same
 #: inputs, which then take their specs from it instead of concretizing again.
 SPACK_LOCKS = pytest.StashKey[dict]()
+
+#: The environment's concretization with no site, started with the session (spack_ahead): a
+#: Future of test_spack.concretize's result.
+SPACK_AHEAD = pytest.StashKey[concurrent.futures.Future]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spack_ahead(request, tmp_path_factory):
+    """The Spack tests' longest command, the environment concretized with no site (all three
+    OpenFOAMs: about 3 min of one core), started on a worker thread with the session where the
+    unit tier runs first: its tests, one process, leave it the second core. test_spack.py's
+    ``concretized`` takes its result. Nothing is started when either is not in the session.
+    Spack is set up (unpacked, on a fresh machine) here first, before any other Spack run."""
+    from localsite import spack as offline_spack
+
+    items = request.session.items
+    wanted = any(
+        getattr(item, "originalname", None) == "test_concretize_per_site"
+        and item.callspec.params.get("site", "") is None
+        for item in items
+    )
+    if not wanted or tier_of(items[0]) != "unit" or offline_spack.missing():
+        return
+    test_spack = sys.modules["test_spack"]  # collected, since its test is in the session
+    spack = offline_spack.ensure()
+    (request.config.stash[SPACK_AHEAD],) = started(
+        lambda site: test_spack.concretize(spack, site, tmp_path_factory), [None]
+    ).values()
 
 
 def selected(request, test_name: str) -> bool:

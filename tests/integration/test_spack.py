@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SPACK_LOCKS, outcome, requested, side_by_side
+from conftest import REPO, SPACK_AHEAD, SPACK_LOCKS, outcome, requested, side_by_side
 from localsite import spack as offline_spack
 
 OVERLAY = REPO / "spack/repos/spack_repo/topofoam"
@@ -186,21 +186,34 @@ def test_a_missing_series_stops_spack(spack, tmp_path, missing):
     assert f"{missing}: no patch series there" in done.stdout + done.stderr
 
 
+def concretize(spack, site, tmp_path_factory):
+    """``site``'s copy of the environment concretized (``concretize -f``), with its roots as
+    spack_roots.py lists them: (env, concretize, roots; None where it failed)."""
+    env = environment_copy(tmp_path_factory.mktemp("env") / "env")
+    extra = {"TOPOFOAM_SITE": site} if site else {}
+    done = spack.run("-e", str(env), "concretize", "-f", **extra)
+    if done.returncode != 0:
+        return env, done, None
+    script = str(Path(__file__).with_name("spack_roots.py"))
+    return env, done, spack.run("-e", str(env), "python", script, **extra)
+
+
 @pytest.fixture(scope="module")
 def concretized(request, spack, tmp_path_factory):
-    """Every requested site's copy of the environment concretized (``concretize -f``), side by
-    side, with its roots as spack_roots.py lists them: site -> (env, concretize, roots)."""
-
-    def concretize(site):
-        env = environment_copy(tmp_path_factory.mktemp("env") / "env")
-        extra = {"TOPOFOAM_SITE": site} if site else {}
-        done = spack.run("-e", str(env), "concretize", "-f", **extra)
-        if done.returncode != 0:
-            return env, done, None
-        script = str(Path(__file__).with_name("spack_roots.py"))
-        return env, done, spack.run("-e", str(env), "python", script, **extra)
-
-    done = side_by_side(concretize, requested(request, "test_concretize_per_site", "site"))
+    """Every requested site's copy of the environment concretized, side by side: site ->
+    concretize's result. The one with no site was started with the session where it could
+    be (conftest.py: spack_ahead), and is awaited here."""
+    ahead = request.config.stash.get(SPACK_AHEAD, None)
+    sites = requested(request, "test_concretize_per_site", "site")
+    done = side_by_side(
+        lambda site: concretize(spack, site, tmp_path_factory),
+        [site for site in sites if not (ahead and site is None)],
+    )
+    if ahead:
+        try:
+            done[None] = ahead.result()
+        except Exception as error:  # noqa: BLE001 - handed to its own test (outcome)
+            done[None] = error
     request.config.stash[SPACK_LOCKS] = {
         site: result[0] / "spack.lock"
         for site, result in done.items()
