@@ -22,6 +22,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,10 +120,14 @@ class EmulatedCluster(SlurmDaemons):
         port: int | None = None,
         groups: list[NodeGroup] | None = None,
         slurmd_timeout: int = 10,
+        pmix_timeout: int = 300,
     ):
         self.groups = groups or [NodeGroup(self.partition, nodes, layout)]
         #: Seconds before an unanswering node is marked down (its jobs then fail).
         self.slurmd_timeout = slurmd_timeout
+        #: Seconds a PMIx fence waits for its next contribution (mpi.conf's PMIxTimeout;
+        #: 300 is Slurm's default); a fence that times out ends its job (fencewatch).
+        self.pmix_timeout = pmix_timeout
         nodes = sum(g.count for g in self.groups)
         if not 1 <= nodes <= MAX_NODES or any(g.count < 1 for g in self.groups):
             raise SlurmError(
@@ -176,15 +181,17 @@ class EmulatedCluster(SlurmDaemons):
         self.state_file.write_text(json.dumps(state, indent=1))
 
     def running(self) -> dict[str, int]:
-        """Daemons of ours that still run, by name (munged, slurmctld, slurmd-nodeI): PID."""
+        """Daemons of ours that still run, by name (munged, slurmctld, fencewatch,
+        slurmd-nodeI): PID."""
         alive = {}
         for name, pid in self._state()["pids"].items():
-            cmd = cmdline_of(pid)
+            cmd = cmdline_of(pid) or []
             # While starting, the PID still runs one of the namespace wrappers.
             program = Path(cmd[0]).name if cmd else ""
-            if program in (name.split("-")[0], "nsenter", "unshare", "sh") and any(
-                str(self.root) in a for a in cmd
-            ):
+            known = program in (name.split("-")[0], "nsenter", "unshare", "sh") or (
+                name == "fencewatch" and "localsite.fencewatch" in cmd
+            )
+            if known and any(str(self.root) in a for a in cmd):
                 alive[name] = pid
         return alive
 
@@ -197,10 +204,10 @@ class EmulatedCluster(SlurmDaemons):
         return env
 
     def daemon_names(self) -> list[str]:
-        return ["munged", "slurmctld"] + [f"slurmd-{h}" for h in self.hosts]
+        return ["munged", "slurmctld", "fencewatch"] + [f"slurmd-{h}" for h in self.hosts]
 
     def daemon_log(self, name: str) -> Path:
-        return self.log_dir / ("munged.out" if name == "munged" else f"{name}.log")
+        return self.log_dir / (f"{name}.out" if name in ("munged", "fencewatch") else f"{name}.log")
 
     def remember(self, name: str, pid: int) -> None:
         state = self._state()
@@ -360,6 +367,8 @@ class EmulatedCluster(SlurmDaemons):
             + "".join(f"{self.addr[h]} {h}\n" for h in self.hosts)
         )
         (r / "plugstack.conf").write_text("# empty: no SPANK plugins\n")
+        # slurmd reads mpi.conf beside slurm.conf and hands it to every step's PMIx server.
+        (r / "mpi.conf").write_text(f"PMIxTimeout={self.pmix_timeout}\n")
         nodes = "".join(self._node_line(h) for h in self.hosts)
         partitions = "".join(
             f"PartitionName={g.partition} "
@@ -450,6 +459,7 @@ SlurmdParameters=config_overrides
             if host in self.cpu_quotas:
                 argv = self._under_quota(host, argv)
             self.spawn(f"slurmd-{host}", argv)
+        self.spawn("fencewatch", [sys.executable, "-m", "localsite.fencewatch", str(self.root)])
 
     def _under_quota(self, host: str, argv: list[str]) -> list[str]:
         """``argv`` started inside a CPU quota of its own: the node's slurmd, and so every

@@ -39,6 +39,12 @@ NODES_PER_PARTITION = 2
 #: Seconds before a twin's unanswering node is marked down: at a site's ranks per node
 #: (192 busy-polling ranks on 2 cores) the daemons wait their turn for minutes.
 SLURMD_TIMEOUT = 600
+#: Seconds a twin's PMIx fence waits (Slurm's default is 300): its ranks may only be slow to
+#: start. 256 OpenFOAM ranks on this machine's 2 cores started and ran 20 steps in 580 s
+#: (session 57), and the next 256-rank start timed out at 300 s; 1800 s is three times the
+#: former and half the 1 h limit of the sweeps' runs (reframe/topofoam/checks/sweep.py), so
+#: a fence that truly hangs ends its job (localsite/fencewatch.py) before that limit would.
+PMIX_TIMEOUT = 1800
 #: What each twin node declares as memory to Slurm (config_overrides: not checked).
 NODE_MEMORY_MIB = 4096
 #: This machine's builds by the flavour an environment's extras name: the patched
@@ -262,6 +268,7 @@ class Twin:
             subnet=settings.subnet("TOPOFOAM_TWIN_SUBNET", "10.77.30"),
             groups=groups,
             slurmd_timeout=SLURMD_TIMEOUT,
+            pmix_timeout=PMIX_TIMEOUT,
         )
         self.substitution_file = self.root / "twin.json"
 

@@ -115,6 +115,76 @@ def test_a_rank_that_dies_ends_its_step_at_once(cluster, hello):
     assert took < 60, (took, done.stderr)
 
 
+INIT_THEN_STAY = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char** argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    printf("rank %d initialised\n", rank);
+    fflush(stdout);
+    sleep(atoi(getenv("STAY")));
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_a_timed_out_fence_ends_its_job_and_says_why(tmp_path):
+    """Open MPI 4.1's MPI_Init ignores a PMIx fence that timed out: its ranks carry on
+    without their peers and wait for them until the time limit (256 OpenFOAM ranks spun for
+    35 min on VSC-5's twin). The cluster's fence watcher cancels the job and says why in its
+    stderr. Positive control: one rank held back from MPI_Init for 10 min, past a 5 s fence,
+    while its peers initialise and stay; control: the same job, nobody held, completes."""
+    program = tmp_path / "init_then_stay"
+    (tmp_path / "init_then_stay.c").write_text(INIT_THEN_STAY)
+    subprocess.run(["mpicc", "-o", str(program), str(tmp_path / "init_then_stay.c")], check=True)
+    script = tmp_path / "job.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        f'srun --mpi=pmix bash -c \'[ "$SLURM_PROCID" = "$HOLD" ] && sleep 600; exec {program}\'\n'
+    )
+    c = EmulatedCluster(
+        2, root=tmp_path / "c4", port=free_port(), subnet="10.77.12", pmix_timeout=5
+    )
+    c.start()
+    try:
+
+        def job(hold: int, stay: int) -> tuple[str, str, str]:
+            err = tmp_path / f"hold{hold}.err"
+            done = subprocess.run(
+                [
+                    "sbatch", "--parsable", "--wait", "-N", "2", "--ntasks-per-node=2",
+                    "--time=15", f"--export=ALL,HOLD={hold},STAY={stay}",
+                    "-o", str(tmp_path / f"hold{hold}.out"), "-e", str(err), str(script),
+                ],
+                env=c.client_env(), capture_output=True, text=True, timeout=500,
+            )  # fmt: skip
+            job_id = done.stdout.strip().split(";")[0]
+            state = subprocess.run(
+                ["scontrol", "-o", "show", "job", job_id],
+                env=c.client_env(), capture_output=True, text=True,
+            ).stdout  # fmt: skip
+            return re.search(r"JobState=(\S+)", state).group(1), err.read_text(), job_id
+
+        state, err, _ = job(hold=-1, stay=1)
+        assert state == "COMPLETED", err
+        assert "PMIx fence" not in err
+        state, err, job_id = job(hold=3, stay=600)
+        # Only the watcher cancels: the held rank sleeps 10 min, the time limit is 15.
+        assert state == "CANCELLED", err
+        assert f"step {job_id}.0's PMIx fence timed out on node" in err, err
+        assert f"after 5 s, so job {job_id} was cancelled" in err, err
+        assert "raise PMIxTimeout" in err
+        assert f"job {job_id} was cancelled" in c.daemon_log("fencewatch").read_text()
+    finally:
+        c.stop()
+
+
 def test_squeue_waits_for_a_starved_slurmctld(cluster, tmp_path):
     """ReFrame's squeue scheduler takes a job squeue does not list as finished. While
     slurmctld cannot answer (stopped here; starved of the cores by a twin's 128 ranks there),
@@ -258,7 +328,7 @@ def test_stop_leaves_nothing_and_start_cleans_a_crashed_run(tmp_path):
     second.start()
     try:
         assert not set(pids.values()) & set(second.running().values())
-        assert len(second.running()) == 4
+        assert len(second.running()) == 5  # munged, slurmctld, fencewatch, 2 slurmd
     finally:
         second.stop()
     assert leftovers(second) == ([], [], {})
