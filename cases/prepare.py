@@ -9,9 +9,7 @@ failure leaves no half-made case behind, only ``<name>.failed`` with the logs.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import gzip
 import hashlib
 import json
@@ -126,7 +124,7 @@ def prepare(
     key = _key(case, resolved, request, env)
     label = re.sub(r"[^A-Za-z0-9.]+", "_", resolved.label)
     final = cache / f"{case.name}-{label}-n{request.subdomains}-{request.method}-{key}"
-    with _locked(final, "the case cache"):
+    with contents.exclusive(final, "the case cache", CaseError):
         if final.exists():
             problem = damaged(final)
             if problem is None:
@@ -164,22 +162,6 @@ def prepare(
             raise
         work.rename(final)
         return Prepared.load(final)
-
-
-@contextlib.contextmanager
-def _locked(entry: Path, what: str):
-    """``entry``'s lock file held (exclusive) for the block: one process makes it."""
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(f"{entry}.lock", "w")
-    except OSError as e:
-        raise CaseError(
-            f"cannot use {what} {entry.parent} ({e.strerror}) -- set TOPOFOAM_CACHE to a "
-            f"folder you can write"
-        ) from None
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 #: Every file of a prepared case, its size and the SHA-256 of its content, written last: a
@@ -604,7 +586,7 @@ def _snappy_kept(case: Case, size, work: Path, env: dict, cache: Path, progress)
     was made before, so one mesh serves every rank count (hours at the published sizes)."""
     kept = _kept_mesh_path(case, size, env, cache)
     mesh = work / "constant" / "polyMesh"
-    with _locked(kept, "the mesh cache"):
+    with contents.exclusive(kept, "the mesh cache", CaseError):
         if kept.is_dir() and contents.damaged(kept, kept / MANIFEST) is None:
             progress(f"{case.name}: the mesh made before ({kept})")
             shutil.rmtree(mesh, ignore_errors=True)

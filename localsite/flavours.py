@@ -216,10 +216,20 @@ def ensure_built(flavour: Flavour) -> Path:
     except sources.SourceError as e:
         raise BuildError(str(e)) from None
     where = prefix(flavour, archive)
+    with contents.exclusive(where, "the build cache", BuildError, say=_say):
+        _build_unless_cached(flavour, archive, where)
+    return where
+
+
+def _say(line: str) -> None:
+    print(f"build: {line}", file=sys.stderr, flush=True)
+
+
+def _build_unless_cached(flavour: Flavour, archive: Path, where: Path) -> None:
     if contents.is_complete(where):
         problem = contents.check_or_record(where, _products(where), where / CONTENTS)
         if problem is None:
-            return where
+            return
         # Its damaged products are removed and the build continues: wmake makes again what
         # is missing, from the kept objects (and ccache).
         print(
@@ -274,7 +284,6 @@ def ensure_built(flavour: Flavour) -> Path:
             + f") -- fix the cause and rerun './bench build {flavour.name}': it continues"
         )
     contents.record(where, _products(where), where / CONTENTS)
-    return where
 
 
 #: The libraries and programs a build made, with their sizes and content hashes.

@@ -83,6 +83,16 @@ def ensure_built(target: str = "scotch") -> Path:
         raise BuildError(f"unknown build target '{target}' -- choose from {', '.join(TARGETS)}")
     version = source_version()
     prefix = build_prefix(target, version)
+    with contents.exclusive(prefix, "the build cache", BuildError, say=_say):
+        _build_unless_cached(target, version, prefix)
+    return prefix / "lib"
+
+
+def _say(line: str) -> None:
+    print(f"build: {line}", file=sys.stderr, flush=True)
+
+
+def _build_unless_cached(target: str, version: str, prefix: Path) -> None:
     if contents.is_complete(prefix):
         problem = contents.check_or_record(prefix, _products(prefix), prefix / CONTENTS)
         if problem:
@@ -100,13 +110,6 @@ def ensure_built(target: str = "scotch") -> Path:
                 f"no OpenFOAM {version} source in {tree} -- run './bench setup' with the same "
                 f"TOPOFOAM_CACHE ({paths.cache_dir()}); it fetches the source package"
             )
-        try:
-            prefix.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise BuildError(
-                f"cannot use the build cache {paths.cache_dir()} ({e.strerror}) -- set "
-                f"TOPOFOAM_CACHE to a folder you can write"
-            ) from None
         what = (
             "the real SCOTCH decomposition library"
             if target == "scotch"
@@ -124,7 +127,6 @@ def ensure_built(target: str = "scotch") -> Path:
                 f"and rerun" + (f"; full log: {log}" if log.exists() else "")
             )
         contents.record(prefix, _products(prefix), prefix / CONTENTS)
-    return prefix / "lib"
 
 
 #: The libraries and programs a build made, with their sizes and content hashes.

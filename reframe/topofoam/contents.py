@@ -6,8 +6,11 @@ its maker writes last, which says the entry was finished at all.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,6 +27,54 @@ def is_complete(folder: Path) -> bool:
 def mark_complete(folder: Path) -> None:
     """Mark the cache entry ``folder`` finished: the last step of making it."""
     (folder / COMPLETE).touch()
+
+
+@contextlib.contextmanager
+def exclusive(entry: Path, what: str, error: type[Exception], say=lambda line: None):
+    """Held while the cache entry ``entry`` is checked and made (a lock file beside it,
+    holding the maker's PID, removed when it is done): a second maker of the same entry
+    (another ./bench, a test) waits for the first and then finds it made, instead of making
+    it beside it and replacing it under the first's users. ``say`` gets one line when it has
+    to wait. A cache folder that cannot be used raises ``error`` naming ``what`` it is and
+    the setting that moves it."""
+    path = Path(f"{entry}.lock")
+    waited = False
+    while True:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            lock = open(path, "a+")
+        except OSError as e:
+            raise error(
+                f"cannot use {what} {entry.parent} ({e.strerror}) -- set TOPOFOAM_CACHE to a "
+                f"folder you can write"
+            ) from None
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not waited:
+                lock.seek(0)
+                holder = lock.read().strip()
+                by = f" (pid {holder})" if holder else ""
+                say(f"another process{by} is making {entry}; waiting for it")
+                waited = True
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        # The maker before removed the file it held: lock the one now at the path.
+        try:
+            current = os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        lock.close()
+    try:
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # before letting go: a waiter then sees it is stale
+        lock.close()
 
 
 def digest(path: Path) -> str:
