@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import fcntl
 import json
 import os
 import signal
@@ -32,7 +31,7 @@ from localsite import estimate, facts, flavours, lowpriority, openfoam, strays
 from localsite import spack as offline_spack
 from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
-from topofoam import paths
+from topofoam import contents, paths
 from topofoam.checks import checkfiles
 from topofoam.config import settings
 from topofoam.results import resume
@@ -249,19 +248,15 @@ def _hold_results(results: Path):
             f"bench: cannot use the results folder {results} ({e.strerror}) -- set "
             f"TOPOFOAM_RESULTS to a folder you can write"
         ) from None
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.seek(0)
-        holder = lock.read().strip() or "?"
+
+    def busy(holder: str):
         raise UsageError(
-            f"another run of the suite is going on in {results} (./bench run, pid {holder}) "
-            f"-- wait for it, stop it, or give this run its own folder with TOPOFOAM_RESULTS"
+            f"another run of the suite is going on in {results} (./bench run, pid "
+            f"{holder or '?'}) -- wait for it, stop it, or give this run its own folder with "
+            f"TOPOFOAM_RESULTS"
         ) from None
-    lock.seek(0)
-    lock.truncate()
-    lock.write(f"{os.getpid()}\n")
-    lock.flush()
+
+    contents.claim(lock, busy)
     return lock
 
 

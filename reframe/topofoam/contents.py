@@ -29,6 +29,22 @@ def mark_complete(folder: Path) -> None:
     (folder / COMPLETE).touch()
 
 
+def claim(lock, busy) -> None:
+    """Lock the open file ``lock`` exclusively, then write this process's PID in it. When
+    another process holds it, ``busy`` is called first with the PID that one wrote ('' if
+    none): it may raise to give up; else this waits for the holder to let go."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        busy(lock.read().strip())
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+
+
 @contextlib.contextmanager
 def exclusive(entry: Path, what: str, error: type[Exception], say=lambda line: None):
     """Held while the cache entry ``entry`` is checked and made (a lock file beside it,
@@ -48,16 +64,15 @@ def exclusive(entry: Path, what: str, error: type[Exception], say=lambda line: N
                 f"cannot use {what} {entry.parent} ({e.strerror}) -- set TOPOFOAM_CACHE to a "
                 f"folder you can write"
             ) from None
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+
+        def busy(holder: str) -> None:
+            nonlocal waited
             if not waited:
-                lock.seek(0)
-                holder = lock.read().strip()
                 by = f" (pid {holder})" if holder else ""
                 say(f"another process{by} is making {entry}; waiting for it")
                 waited = True
-            fcntl.flock(lock, fcntl.LOCK_EX)
+
+        claim(lock, busy)
         # The maker before removed the file it held: lock the one now at the path.
         try:
             current = os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino
@@ -67,10 +82,6 @@ def exclusive(entry: Path, what: str, error: type[Exception], say=lambda line: N
             break
         lock.close()
     try:
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"{os.getpid()}\n")
-        lock.flush()
         yield
     finally:
         path.unlink(missing_ok=True)  # before letting go: a waiter then sees it is stale
