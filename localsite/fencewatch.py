@@ -84,28 +84,41 @@ class LogFollower:
         return "".join(text)
 
 
-def job_field(job: str, field: str) -> str:
-    """A field of ``scontrol show job`` ('' when the job or the field is gone)."""
-    done = subprocess.run(
-        ["scontrol", "-o", "show", "job", job], capture_output=True, text=True, timeout=60
-    )
+#: Job states in which a job still holds its nodes.
+ACTIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED")
+
+
+def job_field(job: str, field: str) -> str | None:
+    """A field of ``scontrol show job`` ('' when the job or the field is gone), or None when
+    the controller did not answer (a twin's slurmctld starved by its ranks)."""
+    try:
+        done = subprocess.run(
+            ["scontrol", "-o", "show", "job", job], capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0 and "Invalid job id" not in done.stderr:
+        return None
     m = re.search(rf"\b{field}=(\S*)", done.stdout)
     return m.group(1) if m else ""
 
 
-def end_job(t: FenceTimeout, timeout: str, root: Path) -> str:
+def end_job(t: FenceTimeout, timeout: str, root: Path) -> str | None:
     """Cancel the job of a timed-out fence; once it ended, say why in its stderr file.
-    Returns what was done, for the watcher's log."""
+    Returns what was done, for the watcher's log, or None when the controller did not
+    answer (the watcher tries again)."""
     stderr = job_field(t.job, "StdErr")
-    subprocess.run(["scancel", t.job], capture_output=True, timeout=60)
+    state = job_field(t.job, "JobState")
+    if stderr is None or state is None:
+        return None
+    if state not in ACTIVE:
+        return f"job {t.job}'s fence timed out on {t.host}; the job had already ended ({state or 'gone'})"
+    try:
+        subprocess.run(["scancel", t.job], capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
     deadline = time.monotonic() + END_WAIT
-    while time.monotonic() < deadline and job_field(t.job, "JobState") in (
-        "PENDING",
-        "RUNNING",
-        "COMPLETING",
-        "CONFIGURING",
-        "SUSPENDED",
-    ):
+    while time.monotonic() < deadline and job_field(t.job, "JobState") in (*ACTIVE, None):
         time.sleep(POLL)
     line = (
         f"topofoam: step {t.job}.{t.step}'s PMIx fence timed out on {t.host} after "
@@ -124,12 +137,26 @@ def end_job(t: FenceTimeout, timeout: str, root: Path) -> str:
 def watch(root: Path) -> None:
     follower = LogFollower(root / "log")
     follower.new_text()  # what was logged before the watcher started is not its business
-    ended: set[str] = set()
+    pending: dict[str, FenceTimeout] = {}
+    handled: set[str] = set()
+    retrying: set[str] = set()
     while True:
         for t in timeouts(follower.new_text()):
-            if t.job not in ended:
-                ended.add(t.job)
-                print(end_job(t, pmix_timeout(root), root), flush=True)
+            if t.job not in handled:
+                pending.setdefault(t.job, t)
+        for job, t in list(pending.items()):
+            done = end_job(t, pmix_timeout(root), root)
+            if done is None:
+                if job not in retrying:
+                    retrying.add(job)
+                    print(
+                        f"job {job}'s fence timed out; slurmctld does not answer, retrying",
+                        flush=True,
+                    )
+                continue
+            print(done, flush=True)
+            handled.add(job)
+            del pending[job]
         time.sleep(POLL)
 
 
