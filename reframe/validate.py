@@ -9,7 +9,7 @@ extras), with one line per difference, e.g. ``vsc5:zen3_0512 declares 16 NUMA no
 node n3012 has 4: NPS changed?``.
 
 FabricValidation (latency, bandwidth and collective latency per hardware level),
-SolverValidation (laplacianFoam's wall time on one node) and StorageValidation (decomposePar's
+SolverValidation (laplacianFoam's wall time on one node, and its ranks' wall over CPU time) and StorageValidation (decomposePar's
 and reconstructPar's time on shared and node-local storage over their time in memory) repeat their
 measurement ``validate_repeats`` times. FabricScreening measures every link between the nodes of one
 allocation and fails naming the node or link that is slower than its peers
@@ -39,7 +39,7 @@ from reframe.core.builtins import (
 from reframe.core.exceptions import SanityError
 
 import reframe as rfm
-from topofoam.checks import sweep
+from topofoam.checks import oncore, sweep
 from topofoam.checks.fixtures import MpiBuild
 from topofoam.checks.onfabric import OnFabric
 from topofoam.checks.pingpong import PingPong
@@ -162,6 +162,14 @@ class SolverValidationReference(ReferenceRun):
     prepared = fixture(SolverValidationCase, scope="environment")
 
 
+@sn.deferrable
+def _wall_over_cpu(stderr: Path, ranks: int) -> float:
+    try:
+        return oncore.wall_over_cpu(stderr.read_text(errors="replace"), ranks)
+    except (OSError, oncore.OnCoreError) as e:
+        raise SanityError(str(e)) from None
+
+
 @rfm.simple_test
 class SolverValidation(StageRun, Validated):
     """The solver's wall time with the partition's standard settings on one node, repeated
@@ -169,10 +177,19 @@ class SolverValidation(StageRun, Validated):
 
     repeat = parameter(range(most_validate_repeats()))
     standard_run = fixture(SolverValidationReference, scope="environment")
-    #: The wall time of the solver is judged; OpenFOAM's own clocks would repeat it.
-    validated_metrics = variable(list, value=["wall"])
+    #: The wall time of the solver is judged (OpenFOAM's own clocks would repeat it), and the
+    #: ranks' wall over CPU time (topofoam.checks.oncore): time taken from the ranks, which
+    #: a host whose cores drift in speed cannot hide.
+    validated_metrics = variable(list, value=["wall", "wall_over_cpu"])
+    time_on_core = True
     tags = {"validate", "solver"}
     stage = "validate"
+
+    @performance_function("x")
+    def wall_over_cpu(self):
+        """The largest of the ranks' wall time over their CPU time around the solver (1:
+        every rank on a core all the time)."""
+        return _wall_over_cpu(Path(self.stagedir, self.job.stderr), self.num_tasks)
 
     def repeats_on(self, part) -> int:
         return sweepspace.validate_repeats(part)

@@ -149,7 +149,10 @@ _sweep = {
     # baseline of one session (the first ./bench validate), whose repeats cannot see that
     # drift, the solver has 50 %: unchanged sessions after such a baseline took +20 to +34 %
     # (session 26's CI) and -17 % (stop 41's), and a CPU quota of 0.5 still fails
-    # (docs/timings.md). The storage's times over memory's (x) have 50 % either way: the
+    # (docs/timings.md). The solver's ranks' wall over CPU time (x, topofoam.checks.oncore)
+    # has 10 % either way: the time taken from the ranks, which the cores' drift does not
+    # move (it spread 0.3 % over sessions whose wall spread 13 %), and a CPU quota of 0.86,
+    # the 15 % fault, raised it 14 % (2026-12-02). The storage's times over memory's (x) have 50 % either way: the
     # tolerance the storage rates had (reconstructPar's rate on unchanged shared storage moved
     # by up to -22 % between sessions), now on a ratio the CPU's drift cancels out of, and a
     # scratch disk mounted -o sync multiplied reconstructPar's by 27 (2026-12-01). The rates
@@ -158,8 +161,13 @@ _sweep = {
     # EPYC or on two, which nothing in the guest sees or sets: 0.33 or 1.2 us, 8,500 or
     # 2,050 MB/s, docs/checks.md), so its round trips and bandwidth may be 5 times the
     # expected; a transport falling back to TCP (30 times) still fails.
-    "validate_margins": {"s": 0.10, "x": 0.50, "FabricValidation": {"us": 4.0, "MB/s": 4.0}},
-    "validate_margins_one_session": {"s": 0.50},
+    "validate_margins": {
+        "s": 0.10,
+        "x": 0.50,
+        "SolverValidation": {"x": 0.10},
+        "FabricValidation": {"us": 4.0, "MB/s": 4.0},
+    },
+    "validate_margins_one_session": {"s": 0.50, "SolverValidation": {"x": 0.10}},
     "node_hour_price": None,
     "currency": "",
     "declared_is_real": True,

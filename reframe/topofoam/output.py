@@ -125,7 +125,8 @@ def write_text(path: Path | str, text: str, what: str = "output file") -> Path:
 
 def main(tool: str, run: Callable[[], int]) -> int:
     """``run()``'s exit status, with an output refusal as one line (exit 2) and an interrupt
-    (Ctrl-C, or SIGTERM, made one here) as ``<tool>: interrupted`` (exit 130), no traceback."""
+    (Ctrl-C, or SIGTERM, made one here) as ``<tool>: interrupted`` (exit 130), and a reader
+    that closed its end of stdout (``| head``) as exit 141, no traceback."""
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
@@ -142,6 +143,11 @@ def main(tool: str, run: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): what it did not read is not an error to show.
+        # Python's exit would flush stdout into the closed pipe again and say so.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command a pipe ended
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -481,6 +481,45 @@ def test_a_baseline_of_sessions_refuses_a_degraded_one_and_judges_against_the_re
     assert "3 sessions" in same["measured"] and same["status"] != "FAIL", together.stdout
 
 
+# -- the 15 % fault, judged on the ranks' time on a core ------------------------------------
+
+FIFTEEN = 0.86  # of the cores' time: the solver about 15 % slower (validate.quota)
+
+
+@pytest.fixture(scope="module")
+def fifteen_percent(solver_sessions):
+    """The 15 % fault at its size (a CPU quota of 0.86) and a fault-free session beside it,
+    solver only, after BASE's sessions."""
+    for tag, quota in (("same", None), ("quota0.86", FIFTEEN)):
+        done = validate(solver_sessions, tag, quota=quota, reframe_args=only("SolverValidation"))
+        assert done.returncode in (0, 1, 3), shown(done)
+    return solver_sessions
+
+
+def test_time_taken_from_the_ranks_fails_at_15_percent_beside_a_fault_free_pass(
+    fifteen_percent, tmp_path
+):
+    """Against a baseline of sessions, the ranks' wall over CPU time (topofoam.checks.oncore)
+    FAILs a session under the 15 % fault alone, saying what it means, and PASSes a fault-free
+    one; the wall time alone FAILs the fault only three sessions at a time on a host that
+    drifts (validate.together), and is not asserted here."""
+    results = fifteen_percent
+    out = tmp_path / "sessions.yaml"
+    taken, _ = record_healthy(results, BASE, out, again=4)
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    entries = yaml.safe_load(out.read_text())["expectations"]
+    (ratio,) = [e for e in entries if e["metric"] == "wall_over_cpu"]
+    assert ratio["unit"] == "x" and ratio["margin"] == 0.10, ratio
+    judge_session(results, out, '?tag=="same"')
+    same = judgement(verdict_of(results), "SolverValidation", "wall_over_cpu")
+    assert same["status"] == "PASS", same
+    judged, _ = judge_session(results, out, '?tag=="quota0.86"')
+    fault = judgement(verdict_of(results), "SolverValidation", "wall_over_cpu")
+    assert fault["status"] == "FAIL" and fault["ratio"] > 1.10, fault
+    assert judged.returncode == 1 and "time was taken from the ranks" in judged.stdout
+    print(f"the 15 % fault: wall over CPU {fault['change']}; fault-free {same['change']}")
+
+
 # -- a wrong binding -----------------------------------------------------------------------
 
 

@@ -151,3 +151,22 @@ def test_the_export_refuses_an_out_that_is_a_file(tmp_path):
     done = run_tool("topofoam.reporting.export", "--results", str(results), "--out", str(taken))
     one_line(done, 2, r"^export: --out: .*taken is a file, not a folder -- name a folder$")
     assert taken.read_text() == "keep me\n"
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_tool_quietly():
+    """``tool | head -1``: the tool's remaining output has no reader; exit 141, no
+    traceback (the validation's verdict piped into head printed one, 2026-12-02)."""
+    many = (
+        "import sys\nfrom topofoam import output\n"
+        "def run():\n    for i in range(200000):\n        print('line', i)\n    return 0\n"
+        "sys.exit(output.main('tool', run))\n"
+    )
+    done = subprocess.run(
+        ["bash", "-c", f'{PYTHON} -c "$0" | head -1; echo "${{PIPESTATUS[0]}}" >&2', many],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout == "line 0\n"
+    assert done.stderr == "141\n", done.stderr

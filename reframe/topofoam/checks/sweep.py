@@ -29,6 +29,7 @@ from reframe.core.runtime import runtime
 
 from cases import Prepared
 from topofoam import paths
+from topofoam.checks import oncore
 from topofoam.checks.fixtures import PatchedOpenFOAMBuild, PreparedCase
 from topofoam.checks.placed import PlacedRun
 from topofoam.config import presets, sweepspace
@@ -162,6 +163,8 @@ class SweepRun(PlacedRun):
     #: The OpenFOAM build: its Spack spec, or the local build's id (its cache folder).
     openfoam_build = variable(str, value="", loggable=True)
     nodelist = variable(str, value="", loggable=True)
+    #: Each rank's solver under topofoam.checks.oncore, which reports its time on a core.
+    time_on_core = variable(bool, value=False)
     #: The partition's defaults a stage starts from ('ppn=2 binding=block ...'): the report
     #: compares a stage's best with them without reading the site configuration.
     defaults = variable(str, value="", loggable=True)
@@ -296,7 +299,8 @@ class SweepRun(PlacedRun):
         wrap = self.launch_as_mapped(bind=True)
         self.probe_placement(wrap)
         self.add_prerun("start", "t0=$(date +%s.%N)")
-        self.executable = f"{wrap}{self.executable}"
+        on_core = oncore.PREFIX if self.time_on_core else ""
+        self.executable = f"{wrap}{on_core}{self.executable}"
         self.postrun_cmds += [
             'echo "solver wall seconds: $(awk -v a=$t0 -v b=$(date +%s.%N) '
             "'BEGIN { print b - a }')\"",

@@ -249,6 +249,17 @@ def holm(ps: list[float]) -> list[float]:
     return adjusted
 
 
+#: What a metric's FAIL means on a node, where its name does not say it.
+MEANS = {
+    "wall_over_cpu": "time was taken from the ranks (another process on their cores, or a "
+    "CPU limit on the job; topofoam.checks.oncore)",
+}
+#: A time, and the ratio of the same measurement that tells whether time was taken from its
+#: ranks (topofoam.checks.oncore): a time that did not PASS beside a ratio that did moved
+#: with the cores' own speed.
+ON_CORE = {"wall": "wall_over_cpu"}
+
+
 def decide(j: Judgement) -> None:
     limit = 1 + j.margin
     if j.p is None:
@@ -256,6 +267,8 @@ def decide(j: Judgement) -> None:
         return
     if j.p_adjusted < ALPHA and j.ratio > limit:
         j.status, j.reason = FAIL, "significantly worse, beyond the margin"
+        if j.key.metric in MEANS:
+            j.reason += f": {MEANS[j.key.metric]}"
         return
     if j.high is not None and j.high <= limit:
         j.status = PASS
@@ -272,6 +285,21 @@ def decide(j: Judgement) -> None:
         j.reason = (
             f"the noise is too high to judge a {j.allowed()} margin (the CI reaches {_pct(reach)})"
         )
+
+
+def _on_core(judgements: list[Judgement]) -> None:
+    """A time that did not PASS while its ranks kept their cores (ON_CORE's ratio PASSed)
+    says so: the cores themselves ran slower or faster, which the ratio cannot show."""
+    status = {j.key: j.status for j in judgements}
+    for j in judgements:
+        pair = ON_CORE.get(j.key.metric)
+        if j.status == PASS or pair is None:
+            continue
+        if status.get(dataclasses.replace(j.key, metric=pair)) == PASS:
+            j.reason += (
+                f"; the ranks kept their cores ({pair} PASS): the cores' own speed differs "
+                f"from the baseline's"
+            )
 
 
 @dataclass
@@ -345,6 +373,7 @@ def judge(expectations: list[Expectation], session: Session) -> Verdict:
         j.detectable = None if found is None else max(j.margin, found)
     for j in judgements:
         decide(j)
+    _on_core(judgements)
     expected = {e.key for e in expectations}
     unexpected = sorted(k for k in session.samples if k not in expected)
     v = Verdict(
