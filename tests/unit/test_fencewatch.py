@@ -1,6 +1,13 @@
 """The fence watcher's reading of slurmd logs (localsite/fencewatch.py); its action on a real
-job is tested on the emulated cluster (tests/system/test_cluster.py)."""
+job is tested on the emulated cluster (tests/system/test_cluster.py); its patience with a
+controller that does not answer, here, against one that is not there."""
 
+import os
+import subprocess
+import sys
+import time
+
+from conftest import REPO
 from localsite.fencewatch import FenceTimeout, LogFollower, pmix_timeout, timeouts
 
 #: Lines as Slurm 22.05's slurmstepd wrote them into an emulated node's slurmd log.
@@ -44,3 +51,36 @@ def test_the_timeout_is_mpi_confs_or_slurms_default(tmp_path):
     assert pmix_timeout(tmp_path) == "300"
     (tmp_path / "mpi.conf").write_text("PMIxTimeout=1800\n")
     assert pmix_timeout(tmp_path) == "1800"
+
+
+def test_a_controller_that_does_not_answer_is_asked_again_and_said_once(tmp_path):
+    """The watcher, a real process, with a real scontrol against a slurmctld that is not
+    there (a twin's, starved by its ranks, answers as late): it cancels nothing, says so once,
+    and keeps asking."""
+    (tmp_path / "log").mkdir()
+    log = tmp_path / "log" / "slurmd-node1.log"
+    log.write_text("")
+    conf = tmp_path / "slurm.conf"
+    # A port on loopback nothing listens on: scontrol's connect is refused at once.
+    conf.write_text(
+        "ClusterName=gone\nSlurmctldHost=localhost\nSlurmctldPort=9\nMessageTimeout=2\n"
+    )
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "localsite.fencewatch", str(tmp_path)],
+        cwd=REPO,
+        env=dict(os.environ, SLURM_CONF=str(conf)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        time.sleep(2)  # it starts reading where the log ends
+        with open(log, "a") as f:
+            f.write(RING)
+        time.sleep(15)  # several rounds of asking: 2 scontrol calls of about 2 s each
+        assert watcher.poll() is None, "the watcher gave up"
+    finally:
+        watcher.terminate()
+        out, _ = watcher.communicate(timeout=30)
+    said = [line for line in out.splitlines() if line]
+    assert said == ["job 12's fence timed out; slurmctld does not answer, retrying"], out
