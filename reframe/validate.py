@@ -182,8 +182,19 @@ class SolverValidation(StageRun, Validated):
     #: a host whose cores drift in speed cannot hide.
     validated_metrics = variable(list, value=["wall", "wall_over_cpu"])
     time_on_core = True
+    #: Which rank had the least time on a core, and how much (a perflog column): where time
+    #: was taken, the rank and host that lost it.
+    least_on_core = variable(str, value="", loggable=True)
     tags = {"validate", "solver"}
     stage = "validate"
+
+    @run_before("performance")
+    def find_least_on_core(self):
+        try:
+            text = Path(self.stagedir, self.job.stderr).read_text(errors="replace")
+        except OSError:
+            return  # wall_over_cpu's performance says why
+        self.least_on_core = oncore.least(text)
 
     @performance_function("x")
     def wall_over_cpu(self):

@@ -70,8 +70,10 @@ def test_a_signal_to_the_wrapper_ends_its_command():
 REPORTS = "oncore 0 n1 wall 2.000 cpu 1.990\nsome solver line\noncore 1 n1 wall 2.000 cpu 1.600\n"
 
 
-def test_the_largest_ratio_of_all_ranks_is_the_measurement():
+def test_the_largest_ratio_of_all_ranks_is_the_measurement_and_its_rank_is_named():
     assert oncore.wall_over_cpu(REPORTS, 2) == pytest.approx(1.25)
+    assert oncore.least(REPORTS) == "rank 1 on n1: 80.0 % of its wall"
+    assert oncore.least("no report\n") == ""
 
 
 @pytest.mark.parametrize(

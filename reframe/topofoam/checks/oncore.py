@@ -44,6 +44,17 @@ def reported(text: str) -> dict[str, tuple[str, float, float]]:
     return out
 
 
+def least(text: str) -> str:
+    """The rank with the least time on a core, as a perflog reads it: 'rank 1 on n1: 80.0 %
+    of its wall' ('' when no rank reported): where time was taken, which rank lost it."""
+    found = [(cpu / wall, rank, host) for rank, (host, wall, cpu) in reported(text).items()
+             if wall > 0 and cpu >= 0]  # fmt: skip
+    if not found:
+        return ""
+    share, rank, host = min(found)
+    return f"rank {rank} on {host}: {share * 100:.1f} % of its wall"
+
+
 def wall_over_cpu(text: str, ranks: int) -> float:
     """The largest of ``ranks`` ranks' wall time over their CPU time, from a job's stderr;
     OnCoreError when a rank did not report, or reported no time."""
