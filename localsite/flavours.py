@@ -216,13 +216,9 @@ def ensure_built(flavour: Flavour) -> Path:
     except sources.SourceError as e:
         raise BuildError(str(e)) from None
     where = prefix(flavour, archive)
-    with contents.exclusive(where, "the build cache", BuildError, say=_say):
+    with contents.exclusive(where, "the build cache", BuildError, say=lowpriority.say):
         _build_unless_cached(flavour, archive, where)
     return where
-
-
-def _say(line: str) -> None:
-    print(f"build: {line}", file=sys.stderr, flush=True)
 
 
 def _build_unless_cached(flavour: Flavour, archive: Path, where: Path) -> None:
@@ -232,21 +228,17 @@ def _build_unless_cached(flavour: Flavour, archive: Path, where: Path) -> None:
             return
         # Its damaged products are removed and the build continues: wmake makes again what
         # is missing, from the kept objects (and ccache).
-        print(
-            f"build: the {flavour.title} build {where} is damaged ({problem}); building the "
-            f"damaged files again",
-            file=sys.stderr,
-            flush=True,
+        lowpriority.say(
+            f"the {flavour.title} build {where} is damaged ({problem}); building the damaged "
+            f"files again"
         )
         for path in contents.changed(where, where / CONTENTS):
             path.unlink(missing_ok=True)
         (where / contents.COMPLETE).unlink()
     resuming = where.exists()
-    print(
-        f"build: {flavour.title} with patches/{flavour.series} into {where} "
-        + ("(continuing an interrupted build)" if resuming else f"({flavour.estimate}; once)"),
-        file=sys.stderr,
-        flush=True,
+    lowpriority.say(
+        f"{flavour.title} with patches/{flavour.series} into {where} "
+        + ("(continuing an interrupted build)" if resuming else f"({flavour.estimate}; once)")
     )
     cmd = [
         "bash",
@@ -398,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(ensure_built(get(args[0])))
     except BuildError as e:
-        print(f"build: {e}", file=sys.stderr)
+        lowpriority.say(str(e))
         return 2 if "unknown flavour" in str(e) else 1
     return 0
 

@@ -20,10 +20,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
 NICE = 19
+
+
+def say(line: str) -> None:
+    """A build's progress or problem line, as every build of ours prints it."""
+    print(f"build: {line}", file=sys.stderr, flush=True)
 
 
 def demote() -> None:

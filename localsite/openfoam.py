@@ -83,24 +83,17 @@ def ensure_built(target: str = "scotch") -> Path:
         raise BuildError(f"unknown build target '{target}' -- choose from {', '.join(TARGETS)}")
     version = source_version()
     prefix = build_prefix(target, version)
-    with contents.exclusive(prefix, "the build cache", BuildError, say=_say):
+    with contents.exclusive(prefix, "the build cache", BuildError, say=lowpriority.say):
         _build_unless_cached(target, version, prefix)
     return prefix / "lib"
-
-
-def _say(line: str) -> None:
-    print(f"build: {line}", file=sys.stderr, flush=True)
 
 
 def _build_unless_cached(target: str, version: str, prefix: Path) -> None:
     if contents.is_complete(prefix):
         problem = contents.check_or_record(prefix, _products(prefix), prefix / CONTENTS)
         if problem:
-            print(
-                f"build: the cached {target} build {prefix} is damaged ({problem}); building "
-                f"it again",
-                file=sys.stderr,
-                flush=True,
+            lowpriority.say(
+                f"the cached {target} build {prefix} is damaged ({problem}); building it again"
             )
             shutil.rmtree(prefix)
     if not contents.is_complete(prefix):
@@ -148,10 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(ensure_built(args[0]))
     except BuildError as e:
-        print(f"build: {e}", file=sys.stderr)
+        lowpriority.say(str(e))
         return 1
     except KeyboardInterrupt:  # build-openfoam.sh removes its unfinished folder
-        print("build: interrupted; no unfinished build was kept", file=sys.stderr)
+        lowpriority.say("interrupted; no unfinished build was kept")
         return 130
     return 0
 
