@@ -163,10 +163,12 @@ class SolverValidationReference(ReferenceRun):
 
 
 @sn.deferrable
-def _wall_over_cpu(stderr: Path, ranks: int) -> float:
+def _wall_over_cpu(stderr: str | OSError, ranks: int) -> float:
+    if isinstance(stderr, OSError):
+        raise SanityError(f"the ranks' time on a core is not readable: {stderr}")
     try:
-        return oncore.wall_over_cpu(stderr.read_text(errors="replace"), ranks)
-    except (OSError, oncore.OnCoreError) as e:
+        return oncore.wall_over_cpu(stderr, ranks)
+    except oncore.OnCoreError as e:
         raise SanityError(str(e)) from None
 
 
@@ -189,18 +191,21 @@ class SolverValidation(StageRun, Validated):
     stage = "validate"
 
     @run_before("performance")
-    def find_least_on_core(self):
+    def read_time_on_core(self):
+        """The ranks' oncore lines from the job's stderr, read once for wall_over_cpu and
+        least_on_core; a read error is kept for wall_over_cpu to say."""
         try:
-            text = Path(self.stagedir, self.job.stderr).read_text(errors="replace")
-        except OSError:
-            return  # wall_over_cpu's performance says why
-        self.least_on_core = oncore.least(text)
+            self._on_core = Path(self.stagedir, self.job.stderr).read_text(errors="replace")
+        except OSError as e:
+            self._on_core = e
+            return
+        self.least_on_core = oncore.least(self._on_core)
 
     @performance_function("x")
     def wall_over_cpu(self):
         """The largest of the ranks' wall time over their CPU time around the solver (1:
         every rank on a core all the time)."""
-        return _wall_over_cpu(Path(self.stagedir, self.job.stderr), self.num_tasks)
+        return _wall_over_cpu(self._on_core, self.num_tasks)
 
     def repeats_on(self, part) -> int:
         return sweepspace.validate_repeats(part)

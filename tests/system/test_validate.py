@@ -518,6 +518,17 @@ def test_time_taken_from_the_ranks_fails_at_15_percent_beside_a_fault_free_pass(
     assert fault["status"] == "FAIL" and fault["ratio"] > 1.10, fault
     assert judged.returncode == 1 and "time was taken from the ranks" in judged.stdout
     print(f"the 15 % fault: wall over CPU {fault['change']}; fault-free {same['change']}")
+    # The perflog names the rank that lost the time, with the share that makes the ratio.
+    lines = (results / "perflogs" / "local" / "cpu" / "SolverValidation.log").read_text()
+    header, *rows = [line.split("|") for line in lines.splitlines()]
+    shares = []
+    for row in rows:
+        field = dict(zip(header, row))
+        named = re.fullmatch(r"rank \d+ on \S+: ([\d.]+) % of its wall", field["least_on_core"])
+        assert named, field["least_on_core"]
+        shares.append(float(named[1]))
+        assert abs(float(named[1]) * float(field["wall_over_cpu_value"]) - 100) < 0.2, field
+    assert min(shares) < 100 / 1.10 < max(shares), shares
 
 
 # -- a wrong binding -----------------------------------------------------------------------
