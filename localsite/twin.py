@@ -276,14 +276,7 @@ class Twin:
         """The twin's nodes up, and the substitution its site file runs with."""
         environments = stand_ins(self.config, openfoam)
         say(f"bench: starting the {self.site} twin: {self.describe()}")
-        (self.root / "topology").mkdir(parents=True, exist_ok=True)
-        for p in self.parts:
-            try:
-                xml = topology.synthetic_xml(p.description)
-            except InputError as e:
-                raise TwinError(f"partition {p.name}: {e}") from None
-            (self.root / "topology" / f"{p.name}.xml").write_text(xml)
-        self.cluster.start()
+        self.start_nodes()
         c = self.cluster
         partition_env = [list(kv) for kv in MPI_AS_ROOT] + [
             [k, v] for k, v in mpi_env(c.subnet, c.node_tmp).items()
@@ -298,6 +291,18 @@ class Twin:
                 indent=1,
             )
         )
+
+    def start_nodes(self) -> None:
+        """The twin's nodes up, each showing its partition's hwloc topology; no site file
+        (a benchmark of the nodes alone, localsite.initracebench, needs no more)."""
+        (self.root / "topology").mkdir(parents=True, exist_ok=True)
+        for p in self.parts:
+            try:
+                xml = topology.synthetic_xml(p.description)
+            except InputError as e:
+                raise TwinError(f"partition {p.name}: {e}") from None
+            (self.root / "topology" / f"{p.name}.xml").write_text(xml)
+        self.cluster.start()
 
     def check_ranks(self, reframe_args: list[str]) -> None:
         """A run at a site's ranks per node (``-S ...ranks_per_node=N``) must fit the
