@@ -18,10 +18,11 @@ the settings interleaved round by round so that the machine's drift falls on all
 - ``ucx``: Open MPI's UCX PML over TCP and shared memory;
 - ``fence-tree``: ob1, Slurm's PMIx fences all by its tree (``SLURM_PMIX_FENCE=tree``).
 
-Each launch is classed as ok, the race (its backtrace names the ob1 callback) or another
-failure; the summary gives each setting's race rate with its 95 % interval, Fisher's exact
-test against the first setting, and the launches a case needs for a 1 % chance of dying in
-every one (at the interval's upper end). Root only (the twin's namespaces).
+Each launch is classed as ok, a SIGSEGV (and of those, how many backtraces name the ob1
+callback: srun often kills the step before a rank has printed its backtrace) or another
+failure; the summary gives each setting's SIGSEGV rate with its 95 % interval, Fisher's
+exact test against the first setting, and the launches a case needs for a 1 % chance of
+dying in every one (at the interval's upper end). Root only (the twin's namespaces).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from localsite.cluster import MPI_AS_ROOT, mpi_env
 
 SOURCE = Path(__file__).with_name("initrace.c")
 RACE = "mca_pml_ob1_recv_frag_callback_match"
+SIGSEGV = ("Segmentation fault", "signal 11")
 #: What each setting adds to the twin's own Open MPI settings.
 SETTINGS = {
     "ob1": {},
@@ -87,25 +89,30 @@ def launch(cluster, partition: str, nodes: int, ppn: int, program: Path, setting
         text, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as e:
         text, code = f"{e.stdout or ''}{e.stderr or ''}\ninitracebench: timed out", -1
-    log.write_text(text if isinstance(text, str) else text.decode(errors="replace"))
+    if not isinstance(text, str):
+        text = text.decode(errors="replace")
+    log.write_text(f"{text}\ninitracebench: srun's exit status {code}\n")
     took = time.monotonic() - began
     if code == 0 and f"initrace: {nodes * ppn} ranks" in text:
         return "ok", took
-    return ("race" if RACE in text else "other"), took
+    if RACE in text:
+        return "race", took
+    return ("segv" if any(s in text for s in SIGSEGV) else "other"), took
 
 
 def summary(counts: dict[str, dict[str, int]], launches: int) -> None:
     first = next(iter(counts))
     for setting, c in counts.items():
-        n = sum(c.values())
-        ci = stats.binomtest(c["race"], n).proportion_ci(0.95)
-        line = (f"  {setting:<11} race {c['race']} of {n} ({c['race'] / n * 100:.0f} %, 95 % "
-                f"interval {ci.low * 100:.0f} to {ci.high * 100:.0f} %); other failures "
-                f"{c['other']}")  # fmt: skip
+        n, died = sum(c.values()), c["race"] + c["segv"]
+        ci = stats.binomtest(died, n).proportion_ci(0.95)
+        line = (f"  {setting:<11} SIGSEGV {died} of {n} ({died / n * 100:.0f} %, 95 % interval "
+                f"{ci.low * 100:.0f} to {ci.high * 100:.0f} %; {c['race']} backtraces name "
+                f"ob1's callback); other failures {c['other']}")  # fmt: skip
         if setting != first:
             a = counts[first]
-            _, p = stats.fisher_exact([[a["race"], sum(a.values()) - a["race"]],
-                                       [c["race"], n - c["race"]]])  # fmt: skip
+            a_died = a["race"] + a["segv"]
+            _, p = stats.fisher_exact([[a_died, sum(a.values()) - a_died],
+                                       [died, n - died]])  # fmt: skip
             line += f"; against {first}: p = {p:.3g} (Fisher's exact)"
         if ci.high >= 1:
             line += "; launches for a 1 % chance of dying in each: not bounded"
@@ -162,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.ranks_per_node} = {ranks} ranks by srun, Open MPI {openmpi5.VERSION}; "
           f"{args.launches} launches of each of {', '.join(chosen)}, interleaved; logs in "
           f"{work}", flush=True)  # fmt: skip
-    counts = {s: {"ok": 0, "race": 0, "other": 0} for s in chosen}
+    counts = {s: {"ok": 0, "race": 0, "segv": 0, "other": 0} for s in chosen}
     began = time.monotonic()
     interrupted = False
     try:
@@ -182,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if done:
         summary(done, args.launches)
     print(f"initracebench: {(time.monotonic() - began) / 60:.1f} min", flush=True)
-    if all(c["race"] + c["other"] == 0 for c in done.values()):
+    if all(c["ok"] == sum(c.values()) for c in done.values()):
         shutil.rmtree(work)  # the failed launches' logs are kept for their backtraces
     return 130 if interrupted else 0
 
