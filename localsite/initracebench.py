@@ -75,6 +75,8 @@ def compile_program(where: Path) -> Path:
 
 def launch(cluster, partition: str, nodes: int, ppn: int, program: Path, setting: str, log: Path):
     """(class, seconds) of one srun launch; its output kept in ``log``."""
+    # openmpi5.environ drops the client's OMPI_ settings (meant for Open MPI 4.1): the twin's
+    # own ones go back on, as its partitions' env_vars give them (Twin.start).
     env = openmpi5.environ(cluster.client_env())
     env.update(dict(MPI_AS_ROOT))
     env.update(mpi_env(cluster.subnet, cluster.node_tmp))

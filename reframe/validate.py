@@ -10,9 +10,9 @@ node n3012 has 4: NPS changed?``.
 
 FabricValidation (latency, bandwidth and collective latency per hardware level),
 SolverValidation (laplacianFoam's wall time on one node, and its ranks' wall over CPU time) and
-StorageValidation (decomposePar's and reconstructPar's time on shared and node-local storage over their time in memory) repeat their
-measurement ``validate_repeats`` times. FabricScreening measures every link between the nodes of one
-allocation and fails naming the node or link that is slower than its peers
+StorageValidation (decomposePar's and reconstructPar's time on shared and node-local storage
+over their time in memory) repeat their measurement ``validate_repeats`` times.
+FabricScreening measures every link between the nodes of one allocation and fails naming the node or link that is slower than its peers
 (topofoam.validation.screening); NodeScreening measures every node's solver, memory
 bandwidth and fingerprint against its peers'. ReFrame's results store keeps the session; ``python -m
 topofoam.validation`` judges it against the site's expectations, or against an earlier
