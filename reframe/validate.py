@@ -8,16 +8,15 @@ node differs from the partition's declaration (its ``cores``, ``numa_nodes`` and
 extras), with one line per difference, e.g. ``vsc5:zen3_0512 declares 16 NUMA nodes (NPS4),
 node n3012 has 4: NPS changed?``.
 
-FabricValidation (latency, bandwidth and collective latency per hardware level),
-SolverValidation (laplacianFoam's wall time on one node, and its ranks' wall over CPU time) and
-StorageValidation (decomposePar's and reconstructPar's time on shared and node-local storage
-over their time in memory) repeat their measurement ``validate_repeats`` times.
-FabricScreening measures every link between the nodes of one allocation and fails naming the node or link that is slower than its peers
-(topofoam.validation.screening); NodeScreening measures every node's solver, memory
-bandwidth and fingerprint against its peers'. ReFrame's results store keeps the session; ``python -m
-topofoam.validation`` judges it against the site's expectations, or against an earlier
-session (docs/checks.md).
-"""
+FabricValidation (latency, bandwidth and collective latency per hardware level), SolverValidation
+(laplacianFoam's wall time on one node, and its ranks' wall over CPU time) and StorageValidation
+(decomposePar's and reconstructPar's time on shared and node-local storage over their time in
+memory) repeat their measurement ``validate_repeats`` times. FabricScreening measures every link
+between the nodes of one allocation and fails naming the node or link that is slower than its peers
+(topofoam.validation.screening); NodeScreening measures every node's solver, memory bandwidth and
+fingerprint against its peers'. ReFrame's results store keeps the session; ``python -m
+topofoam.validation`` judges it against the site's expectations, or against an earlier session
+(docs/checks.md). """
 
 import json
 import re
