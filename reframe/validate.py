@@ -16,7 +16,7 @@ between the nodes of one allocation and fails naming the node or link that is sl
 (topofoam.validation.screening); NodeScreening measures every node's solver, memory bandwidth and
 fingerprint against its peers'. ReFrame's results store keeps the session; ``python -m
 topofoam.validation`` judges it against the site's expectations, or against an earlier session
-(docs/checks.md). """
+(docs/checks.md)."""
 
 import json
 import re
