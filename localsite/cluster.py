@@ -96,6 +96,26 @@ def mpi_env(subnet: str, node_tmp: Path) -> dict[str, str]:
     }
 
 
+#: Open MPI 5 on the emulated nodes takes UCX's PML (over TCP and shared memory) in place of
+#: ob1. Under srun, ob1 can take a message from a peer that has left MPI_Init while it still
+#: waits in the modex fence, before MPI_COMM_WORLD is added to the PML, and dies of SIGSEGV
+#: (open-mpi/ompi#13559): at 4 x 36 ranks on the OCI twin in 6 of 12 launches, UCX's PML in
+#: none (localsite.initracebench, docs/timings.md ``race.ompi5``). UCX also reads the sweeps'
+#: UCX presets, which ob1 ignores. Each node has one interface, eth0 (EmulatedCluster).
+UCX_PML = {
+    "OMPI_MCA_pml": "ucx",
+    "OMPI_MCA_pml_ucx_tls": "any",
+    "OMPI_MCA_pml_ucx_devices": "any",
+    "UCX_TLS": "tcp,sm,self",
+    "UCX_NET_DEVICES": "eth0",
+}
+
+#: UCX transports the emulated nodes lack (InfiniBand's), and the one that stands in for each
+#: in a preset's UCX_TLS: the nodes' only fabric is TCP.
+UCX_TLS_STAND_INS = {t: "tcp" for t in ("rc", "rc_x", "rc_v", "rc_mlx5", "dc", "dc_x",
+                                         "dc_mlx5", "ud", "ud_x", "ud_v", "ud_mlx5", "ib")}  # fmt: skip
+
+
 def _ip(*args: str) -> None:
     done = subprocess.run(["ip", *args], capture_output=True, text=True)
     if done.returncode != 0:

@@ -14,8 +14,10 @@ This compiles ``initrace.c`` (MPI_Init, a ring message, a sum) with Open MPI 5, 
 twin's nodes alone (no site file), and launches it by srun ``--launches`` times per setting,
 the settings interleaved round by round so that the machine's drift falls on all alike:
 
-- ``ob1``: the twin's own (ob1 over TCP and shared memory, localsite.cluster.mpi_env);
-- ``ucx``: Open MPI's UCX PML over TCP and shared memory;
+- ``ob1``: ob1 over TCP and shared memory (localsite.cluster.mpi_env; the twins' PML for
+  Open MPI 5 before this benchmark, and still for Open MPI 4.1);
+- ``ucx``: Open MPI's UCX PML over TCP and shared memory (localsite.cluster.UCX_PML: what an
+  Open MPI 5 twin runs);
 - ``fence-tree``: ob1, Slurm's PMIx fences all by its tree (``SLURM_PMIX_FENCE=tree``).
 
 Each launch is classed as ok, a SIGSEGV (and of those, how many backtraces name the ob1
@@ -41,22 +43,15 @@ from scipy import stats
 
 from localsite import openmpi5, twin
 from localsite.benchrun import as_root
-from localsite.cluster import MPI_AS_ROOT, mpi_env
 
 SOURCE = Path(__file__).with_name("initrace.c")
 RACE = "mca_pml_ob1_recv_frag_callback_match"
 SIGSEGV = ("Segmentation fault", "signal 11")
-#: What each setting adds to the twin's own Open MPI settings.
+#: Each setting: a twin partition's PML (localsite.twin.mpi_settings), and what it adds.
 SETTINGS = {
-    "ob1": {},
-    "ucx": {
-        "OMPI_MCA_pml": "ucx",
-        "OMPI_MCA_pml_ucx_tls": "any",
-        "OMPI_MCA_pml_ucx_devices": "any",
-        "UCX_TLS": "tcp,sm,self",
-        "UCX_NET_DEVICES": "eth0",  # each twin node's one interface (localsite.cluster)
-    },
-    "fence-tree": {"SLURM_PMIX_FENCE": "tree"},
+    "ob1": ("ob1", {}),
+    "ucx": ("ucx", {}),
+    "fence-tree": ("ob1", {"SLURM_PMIX_FENCE": "tree"}),
 }
 #: A launch that has not ended by then is stopped and counted as another failure.
 LAUNCH_LIMIT = 900
@@ -75,13 +70,13 @@ def compile_program(where: Path) -> Path:
 
 def launch(cluster, partition: str, nodes: int, ppn: int, program: Path, setting: str, log: Path):
     """(class, seconds) of one srun launch; its output kept in ``log``."""
-    # openmpi5.environ drops the client's OMPI_ settings (meant for Open MPI 4.1): the twin's
-    # own ones go back on, as its partitions' env_vars give them (Twin.start).
+    # openmpi5.environ drops the client's OMPI_ settings (meant for Open MPI 4.1): a twin
+    # partition's own ones go back on, as its env_vars give them (Twin.start).
+    pml, extra = SETTINGS[setting]
     env = openmpi5.environ(cluster.client_env())
-    env.update(dict(MPI_AS_ROOT))
-    env.update(mpi_env(cluster.subnet, cluster.node_tmp))
-    env["OMPI_MCA_mca_base_env_list"] = "LD_LIBRARY_PATH"
-    env.update(SETTINGS[setting])
+    env.update(twin.mpi_settings(cluster, pml))
+    env["OMPI_MCA_mca_base_env_list"] = "LD_LIBRARY_PATH"  # unquoted: no ReFrame job script
+    env.update(extra)
     command = ["srun", "-p", partition, "-N", str(nodes), "--ntasks-per-node", str(ppn),
                "--mpi=pmix", f"--time={LAUNCH_LIMIT // 60}", str(program)]  # fmt: skip
     began = time.monotonic()

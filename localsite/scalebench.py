@@ -106,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         "--system", f"{args.site}:{part.name}", "-n", select,
         "-S", f"PreparedCavityRanks.ranks_per_node={args.ranks_per_node}",
         "-S", f"PreparedCavityRanks.steps_override={args.steps}",
-        # Open MPI 4.1's start-up race under srun (localsite.cli.EMU_RETRIES): at 128 ranks a
-        # launch meets it far more often than at 8; each rerun is named below
+        # ob1's start-up race under srun (Open MPI 4.1: localsite.cli.EMU_RETRIES): at 128
+        # ranks a launch meets it far more often than at 8; each rerun is named below. An Open
+        # MPI 5 twin runs UCX's PML instead (localsite.cluster.UCX_PML)
         "--max-retries", str(RETRIES),
     ]  # fmt: skip
     print(

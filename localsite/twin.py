@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localsite import facts, meminfo
-from localsite.cluster import MAX_NODES, MPI_AS_ROOT, EmulatedCluster, NodeGroup, mpi_env
+from localsite.cluster import (
+    MAX_NODES,
+    MPI_AS_ROOT,
+    UCX_PML,
+    UCX_TLS_STAND_INS,
+    EmulatedCluster,
+    NodeGroup,
+    mpi_env,
+)
 from localsite.slurm import NodeLayout, SlurmError
 from rankmap import topology
 from rankmap.errors import InputError
@@ -234,6 +242,16 @@ def stand_ins(config: dict, openfoam: str = "") -> dict[str, dict]:
     return out
 
 
+def mpi_settings(cluster: EmulatedCluster, pml: str = "ob1") -> dict[str, str]:
+    """The Open MPI settings of a twin's partitions: as root, over the nodes' subnet, and with
+    ``pml="ucx"`` UCX's PML (localsite.cluster.UCX_PML: what Open MPI 5 partitions run)."""
+    env = dict(MPI_AS_ROOT)
+    env.update(mpi_env(cluster.subnet, cluster.node_tmp))
+    if pml == "ucx":
+        env.update(UCX_PML)
+    return env
+
+
 class Twin:
     """The twin of ``site``: ``nodes`` emulated nodes per partition of its site file."""
 
@@ -277,20 +295,25 @@ class Twin:
         environments = stand_ins(self.config, openfoam)
         say(f"bench: starting the {self.site} twin: {self.describe()}")
         self.start_nodes()
-        c = self.cluster
-        partition_env = [list(kv) for kv in MPI_AS_ROOT] + [
-            [k, v] for k, v in mpi_env(c.subnet, c.node_tmp).items()
-        ]
         self.substitution_file.write_text(
             json.dumps(
                 {
                     "site": self.site,
                     "environments": environments,
-                    "partition_env": partition_env,
+                    **self.partition_settings(),
                 },
                 indent=1,
             )
         )
+
+    def partition_settings(self) -> dict:
+        """What the twin adds to each partition of the site file: the Open MPI settings (UCX's
+        PML where the site runs Open MPI 5) and TCP standing in for InfiniBand's transports."""
+        pml = "ucx" if site_mpi(self.config) == "openmpi5" else "ob1"
+        return {
+            "partition_env": [list(kv) for kv in mpi_settings(self.cluster, pml).items()],
+            "partition_extras": {"ucx_tls_stand_ins": UCX_TLS_STAND_INS},
+        }
 
     def start_nodes(self) -> None:
         """The twin's nodes up, each showing its partition's hwloc topology; no site file

@@ -8,7 +8,10 @@ twin cannot have (docs/clusters.md, "Site twins", lists each with what it leaves
 - the environments: this machine's build of the environment's OpenFOAM stands in for
   ``spack load`` (its variables instead of the prepare commands; its build fixture a no-op
   once built), under the site's environment name and features;
-- the partitions: Open MPI over TCP on the twin's private subnet (no InfiniBand or RoCE);
+- the partitions: Open MPI over TCP on the twin's private subnet (no InfiniBand or RoCE),
+  Open MPI 5 by UCX's PML (ob1 dies in MPI_Init under srun at a site's scale), and TCP in
+  place of a UCX preset's InfiniBand transports (``ucx_tls_stand_ins``: rc-128k runs as
+  ``self,sm,tcp``);
   the nodes' cores declared, not real: binding is not applied and not verified, and timings
   are labelled emulated (the twin's nodes share this machine's cores); ReFrame's ``squeue``
   scheduler for ``slurm`` (the twin has no accounting database, so no ``sacct``: the same
@@ -56,6 +59,7 @@ def substitute(config: dict, twin: dict) -> dict:
                 declared_is_real=False,
                 binds=False,
                 twin=twin["site"],
+                **twin.get("partition_extras", {}),
             )
             part["features"] = list(part.get("features", [])) + ["emulated"]
             if part.get("scheduler") == "slurm":

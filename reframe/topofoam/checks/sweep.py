@@ -233,10 +233,13 @@ class SweepRun(PlacedRun):
         self.ucx = self.ucx or s.ucx
         self.coll = self.coll or s.coll
         self.ucx_inter = self.ucx_inter or s.inter(self.nodes, part)
-        env = presets.merged(
-            presets.env_of("ucx", self.ucx),
-            presets.env_of("coll", self.coll),
-            presets.env_of("ucx_inter", self.ucx_inter) if self.nodes > 1 else {},
+        env = presets.with_stand_ins(
+            presets.merged(
+                presets.env_of("ucx", self.ucx),
+                presets.env_of("coll", self.coll),
+                presets.env_of("ucx_inter", self.ucx_inter) if self.nodes > 1 else {},
+            ),
+            x.get("ucx_tls_stand_ins", {}),
         )
         self.run_env = " ".join(f"{k}={v}" for k, v in env.items())
         self.env_vars.update(env)

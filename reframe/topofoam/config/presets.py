@@ -81,6 +81,20 @@ def env_of(kind: str, name: str) -> dict[str, str]:
     return dict(table[name])
 
 
+def with_stand_ins(env: dict[str, str], stand_ins: dict[str, str]) -> dict[str, str]:
+    """``env`` with each UCX transport in UCX_TLS that the partition lacks replaced by its
+    stand-in (a partition's ``ucx_tls_stand_ins`` extra: a site twin's TCP for InfiniBand's
+    rc and ud), each transport named once, in order."""
+    if "UCX_TLS" not in env or not stand_ins:
+        return env
+    tls: list[str] = []
+    for t in env["UCX_TLS"].split(","):
+        t = stand_ins.get(t.strip(), t.strip())
+        if t and t not in tls:
+            tls.append(t)
+    return dict(env, UCX_TLS=",".join(tls))
+
+
 def merged(*envs: dict[str, str]) -> dict[str, str]:
     """The environment of several presets together. Two UCX_RNDV_THRESH values in the
     ``intra:X``/``inter:Y`` form combine (``intra:16kb`` + ``inter:128kb``); any other
