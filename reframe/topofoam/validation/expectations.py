@@ -230,8 +230,8 @@ def from_sessions(
     if problems:
         raise SessionError(
             f"{problems[0]}{f' (and {len(problems) - 1} more)' if len(problems) > 1 else ''} "
-            f"-- a baseline must be healthy: leave that session out of the query, or mend the "
-            f"node and validate again"
+            f"-- a baseline must be healthy: validate again and add the new session to the "
+            f"query (a state the host stays in recurs, and is kept), or leave that session out"
         )
     latest = baseline[-1]
     labels = ", ".join(s.label().split(" (")[0] for s in baseline)
