@@ -17,18 +17,21 @@ UCX = {
     "rndv128k-intra": {"UCX_RNDV_THRESH": "intra:128kb,inter:auto"},
 }
 
-#: Inter-node UCX presets (seed 002 Test inter1); self,sm,ud only from 4 nodes on.
+#: Inter-node UCX presets (seed 002 Test inter1); self,sm,ud only from 4 nodes on. A scoped
+#: UCX_RNDV_THRESH names both levels: UCX (1.20.1, Open MPI 5.0.11's, run on OCI's twin on
+#: 2026-12-03) refuses ``inter:128kb`` alone in MPI_Init ("no value configured for key
+#: 'intra'"), so the level a preset leaves alone is ``auto``.
 UCX_INTER = {
     "auto": {},
     "rc-128k": {
         "UCX_TLS": "self,sm,rc",
         "UCX_ZCOPY_THRESH": "128kb",
-        "UCX_RNDV_THRESH": "inter:128kb",
+        "UCX_RNDV_THRESH": "intra:auto,inter:128kb",
     },
     "ud-128k": {
         "UCX_TLS": "self,sm,ud",
         "UCX_ZCOPY_THRESH": "128kb",
-        "UCX_RNDV_THRESH": "inter:128kb",
+        "UCX_RNDV_THRESH": "intra:auto,inter:128kb",
     },
     # UCX < 1.15 (no intra:/inter: form): the same settings, thresholds for every peer.
     "rc-128k-flat": {
@@ -97,22 +100,30 @@ def with_stand_ins(env: dict[str, str], stand_ins: dict[str, str]) -> dict[str, 
 
 def merged(*envs: dict[str, str]) -> dict[str, str]:
     """The environment of several presets together. Two UCX_RNDV_THRESH values in the
-    ``intra:X``/``inter:Y`` form combine (``intra:16kb`` + ``inter:128kb``); any other
-    clash is an error naming both values."""
+    ``intra:X,inter:Y`` form combine level by level, a level's ``auto`` (left alone) giving
+    way to the other's value (``intra:16kb,inter:auto`` + ``intra:auto,inter:128kb`` is
+    ``intra:16kb,inter:128kb``); any other clash is an error naming both values."""
     out: dict[str, str] = {}
     for env in envs:
         for key, value in env.items():
             if key not in out or out[key] == value:
                 out[key] = value
             elif key == "UCX_RNDV_THRESH" and _scoped(out[key]) and _scoped(value):
-                parts = dict(_scoped(out[key]))
-                parts.update(_scoped(value))
-                out[key] = ",".join(
-                    f"{k}:{v}" for k, v in sorted(parts.items(), key=lambda kv: kv[0] != "intra")
-                )
+                out[key] = _combined(out[key], value)
             else:
                 raise ValueError(f"presets set {key} twice: {out[key]!r} and {value!r}")
     return out
+
+
+def _combined(one: str, other: str) -> str:
+    """Two scoped UCX_RNDV_THRESH values as one, level by level (``merged``)."""
+    parts = dict(_scoped(one))
+    for level, v in _scoped(other).items():
+        if parts.get(level, "auto") == "auto":
+            parts[level] = v
+        elif v != "auto" and v != parts[level]:
+            raise ValueError(f"presets set UCX_RNDV_THRESH twice: {one!r} and {other!r}")
+    return ",".join(f"{k}:{v}" for k, v in sorted(parts.items(), key=lambda kv: kv[0] != "intra"))
 
 
 def _scoped(value: str) -> dict[str, str]:
