@@ -80,3 +80,20 @@ def test_an_unwritable_record_never_fails_the_run(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("")
     estimate.record(estimate.selection("cpu", args()), 1.0, 1, blocked / "durations.jsonl")
+
+
+def test_the_current_figures_table_holds_one_row_per_key():
+    """A history row put above the history, or a newer figure added beside its predecessor,
+    would leave two current figures for one thing (it happened: session 62's history rows)."""
+    assert current.misfits() == []
+
+
+def test_a_misplaced_history_row_and_a_twice_given_key_are_found(tmp_path):
+    timings = tmp_path / "timings.md"
+    older = "| `run.cpu`: an older run | 7 min | 2026-11-20 | notes |\n"
+    again = "| `run.slurm` | again | 1 min | 2026-11-24 | 2-core VM | |\n"
+    sep = "| --- | --- | --- | --- | --- | --- |\n"
+    timings.write_text(TABLE.replace(sep, sep + older + again))
+    wrong = current.misfits(timings)
+    assert any("not a current-figures row (4 cells): `run.cpu`: an older run" in w for w in wrong)
+    assert any("`run.slurm` given twice" in w for w in wrong), wrong
