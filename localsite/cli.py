@@ -605,22 +605,20 @@ def _spack_run(cmd: list[str], env: dict, mirror: Path) -> int:
     """Spack in a session of its own at the lowest CPU priority, its output as it comes,
     and one line at the end saying why it stopped, if it did. A stop (a job's or session's
     SIGTERM) is an interrupt: Spack, its build and the compilers stop with us, and we say how
-    to continue."""
+    to continue. A SIGTSTP pauses them with us (lowpriority.started), as beside a timing."""
     tail = collections.deque(maxlen=400)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     interrupted = False
-    with subprocess.Popen(
-        cmd, cwd=paths.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, errors="replace", preexec_fn=lowpriority.demote,
-    ) as spack_run:  # fmt: skip
-        try:
+    try:
+        with lowpriority.started(
+            cmd, cwd=paths.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, errors="replace",
+        ) as spack_run:  # fmt: skip
             for line in spack_run.stdout:
                 print(line, end="", flush=True)
                 tail.append(line)
-        except KeyboardInterrupt:
-            interrupted = True
-            lowpriority.stop(spack_run)
-    if spack_run.returncode == 0 and not interrupted:
+    except KeyboardInterrupt:
+        interrupted = True  # started() has stopped Spack and all it started
+    if not interrupted and spack_run.returncode == 0:
         return 0
     if interrupted or spack_run.returncode < 0:
         why = (

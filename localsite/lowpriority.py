@@ -17,11 +17,13 @@ ran on beside timings that way for three days (docs/timings.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 NICE = 19
@@ -43,10 +45,12 @@ def demote() -> None:
         pass  # no autogroups (a kernel without them, or switched off): nice is what counts
 
 
-def run(cmd: list[str], **popen) -> int:
-    """Run ``cmd`` to its end at the lowest priority (demote); its exit status. An interrupt
+@contextlib.contextmanager
+def started(cmd: list[str], **popen) -> Iterator[subprocess.Popen]:
+    """``cmd`` started at the lowest priority (demote), for the block's length: an interrupt
     of ours, or a SIGTERM (a job's or a session's stop), stops its whole session first and is
-    raised again as KeyboardInterrupt."""
+    raised again as KeyboardInterrupt; a SIGTSTP of ours pauses it and us, a SIGCONT
+    continues both. The block waits for it (or reads its output) itself."""
     main = threading.current_thread() is threading.main_thread()
     signals = (signal.SIGTERM, signal.SIGTSTP, signal.SIGCONT)
     old = {sig: signal.getsignal(sig) for sig in signals} if main else {}
@@ -57,13 +61,19 @@ def run(cmd: list[str], **popen) -> int:
                 signal.signal(signal.SIGTSTP, lambda *_: _pause(child))
                 signal.signal(signal.SIGCONT, lambda *_: _signal_group(child, signal.SIGCONT))
             try:
-                return child.wait()
+                yield child
             except KeyboardInterrupt:
                 stop(child)
                 raise
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+def run(cmd: list[str], **popen) -> int:
+    """Run ``cmd`` to its end at the lowest priority (``started``); its exit status."""
+    with started(cmd, **popen) as child:
+        return child.wait()
 
 
 def _signal_group(child: subprocess.Popen, sig: int) -> None:

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from localsite import lowpriority
 
@@ -54,13 +56,22 @@ def test_a_sigterm_of_ours_stops_all_it_started(tmp_path):
     assert not Path(f"/proc/{grandchild}").exists() or "Z" in _state(grandchild)
 
 
-def test_a_pause_of_ours_pauses_all_it_started_and_a_continue_continues_them(tmp_path):
+#: The two ways a long build of ours runs: our own builds, and Spack's (./bench spack).
+BUILDS = {
+    "build": "from localsite import lowpriority\nlowpriority.run(['sh', '-c', {loop!r}])\n",
+    "spack": "from pathlib import Path\nfrom localsite import cli\n"
+    "cli._spack_run(['sh', '-c', {loop!r}], {{}}, Path('/nonexistent'))\n",
+}
+
+
+@pytest.mark.parametrize("how", BUILDS)
+def test_a_pause_of_ours_pauses_all_it_started_and_a_continue_continues_them(tmp_path, how):
     """A SIGSTOP cannot reach the build's own session; a SIGTSTP of ours pauses it (the
     compilers too) and us, and a SIGCONT continues both: the way to pause a build beside a
     timing. The build's command counts while it runs, so a pause shows in its count."""
     pidfile, counter = tmp_path / "pid", tmp_path / "count"
     loop = f"echo $$ > {pidfile}; while :; do echo x >> {counter}; sleep 0.05; done"
-    code = f"from localsite import lowpriority\nlowpriority.run(['sh', '-c', {loop!r}])\n"
+    code = BUILDS[how].format(loop=loop)
     ours = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
     build = None
     try:
