@@ -33,7 +33,7 @@ from localsite.cluster import EmulatedCluster
 from localsite.slurm import LocalSlurm, SlurmError
 from topofoam import contents, paths
 from topofoam.checks import checkfiles
-from topofoam.config import settings
+from topofoam.config import fabric, settings
 from topofoam.results import resume
 
 PARTITIONS = ("cpu", "slurm", "emu", "ompi5")
@@ -220,6 +220,7 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
         args.openfoam = last.get("openfoam", "v1912")
         args.repeats = last.get("repeats")
         args.compare_all = last.get("compare_all", False)
+        args.fabric = last.get("fabric")
     except (OSError, ValueError, KeyError, TypeError):
         raise UsageError(
             f"no earlier './bench run' recorded in {_last_run(results)} -- run './bench run' first"
@@ -233,6 +234,31 @@ def _resume(args: argparse.Namespace, results: Path) -> tuple[dict[str, list[str
             f"started {started}; rerunning the rest"
         )
     return skip, started
+
+
+def _emu_fabric(partitions: list[str], recorded: str | None, default: bool) -> str | None:
+    """The fabric profile the emulated partition runs under, in TOPOFOAM_FABRIC for the
+    cluster and its jobs: the one given, else on a resume the interrupted run's, else (with
+    ``default``) fabric.BENCH_DEFAULT, said in one line; None without the emulated partition
+    or a profile."""
+    if "emu" not in partitions:
+        return None
+    given = os.environ.get("TOPOFOAM_FABRIC", "").strip()
+    if recorded and given and given != recorded:
+        raise UsageError(
+            f"--resume reruns the last run under its fabric {recorded}, and TOPOFOAM_FABRIC "
+            f"names {given} -- unset TOPOFOAM_FABRIC, or start a new run"
+        )
+    chosen = given or recorded or (fabric.BENCH_DEFAULT if default else None)
+    if chosen is None:
+        return None
+    if not given and not recorded:
+        print(
+            f"bench: the emulated cluster's links cost {fabric.profile(chosen).label()}, so "
+            f"that the report predicts its multi-node runs (TOPOFOAM_FABRIC=none: free links)"
+        )
+    os.environ["TOPOFOAM_FABRIC"] = chosen
+    return chosen
 
 
 def _hold_results(results: Path):
@@ -283,6 +309,11 @@ def run(args: argparse.Namespace) -> int:
                 f"partition '{needs_root}' needs root (its Slurm daemons run as "
                 f"root) -- rerun as root, or choose '--partition cpu'"
             )
+    emu_fabric = _emu_fabric(
+        partitions,
+        getattr(args, "fabric", None) if args.resume else None,
+        default=getattr(args, "default_fabric", True),
+    )
     try:
         # How long this will take: the last like run on this machine, else the reference
         # run (the cache is read here first: a cache it cannot read ends below, in one line).
@@ -354,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
                     "openfoam": args.openfoam,
                     "repeats": args.repeats,
                     "compare_all": args.compare_all,
+                    "fabric": emu_fabric,
                 }
             )
             + "\n"
@@ -453,6 +485,9 @@ def validate(args: argparse.Namespace) -> int:
         # A validation check that failed is a finding: a rerun must not pass it away (a
         # slow node named on the first try passed on the rerun, CI 2026-11-25).
         retries=False,
+        # Judged against expectations recorded under the links as they are set: the main
+        # job's priced links (fabric.BENCH_DEFAULT) only where TOPOFOAM_FABRIC names them.
+        default_fabric=False,
     )
     since = time.strftime("%Y-%m-%dT%H:%M:%S")
     ran = run(run_args)

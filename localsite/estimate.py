@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from topofoam import paths
+from topofoam.config import fabric
 from topofoam.results.timings import current_figures
 
 #: Keys of the current-figures table (topofoam.results.timings) the estimate reads: each
@@ -39,7 +40,12 @@ def selection(partition: str, args) -> dict:
         "repeats": args.repeats or int(os.environ.get("TOPOFOAM_REPEATS") or 0) or None,
         "compare_all": bool(args.compare_all or os.environ.get("TOPOFOAM_COMPARE") == "all"),
         "reframe_args": list(args.reframe_args or []),
-    }
+    } | (
+        # What the emulated links cost decides how long its multi-node runs take.
+        {"fabric": os.environ.get("TOPOFOAM_FABRIC", "").strip() or fabric.NONE}
+        if partition == "emu"
+        else {}
+    )
 
 
 def record(chosen: dict, seconds: float, cases: int, path: Path | None = None) -> None:
@@ -93,6 +99,7 @@ def is_default(chosen: dict) -> bool:
         and chosen["repeats"] in (None, 5)
         and not chosen["compare_all"]
         and not chosen["reframe_args"]
+        and chosen.get("fabric", fabric.BENCH_DEFAULT) == fabric.BENCH_DEFAULT
     )
 
 

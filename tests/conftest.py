@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from topofoam import contents
+from topofoam.config import fabric
 from topofoam.paths import REPO
 
 PYTHON = sys.executable
@@ -108,7 +109,9 @@ def run_env(results, profile: str = "none") -> dict:
     return env
 
 
-FABRIC_PROFILE = "vsc5x100"  # VSC-5's inter-node costs (seed 000 Table 2), 100 times dearer
+#: VSC-5's inter-node costs (seed 000 Table 2), 100 times dearer: the profile ./bench run
+#: gives the emulated cluster when TOPOFOAM_FABRIC names none.
+FABRIC_PROFILE = fabric.BENCH_DEFAULT
 #: The multi-node check's cases cut from 10 steps to 3 (``-S``) where a test needs what the runs
 #: did, not a precise time: placement, MPI calls and schedule show from the first step, and on
 #: 4 emulated nodes (8 ranks on 2 cores) a step took about 5 s (CI, 2026-11-27).
@@ -118,12 +121,18 @@ FEWER_STEPS = "PreparedCavityRanks.steps_override=3"
 @pytest.fixture(scope="session")
 def emu_p2p(tmp_path_factory):
     """The p2p check on the emulated cluster under FABRIC_PROFILE, run once for the session:
-    test_fabric reads it, test_model builds its model on a copy (a run of about 50 s)."""
+    test_fabric reads it, test_model builds its model on a copy (a run of about 50 s). It
+    runs as the main job does, TOPOFOAM_FABRIC unset: the profile is ./bench run's own
+    (issue 55: the default report predicts the emulated runs), said in one line."""
     results = tmp_path_factory.mktemp("emu-p2p")
-    done = bench_cli(
-        "run", "--partition", "emu", "--tag", "p2p", env=run_env(results, FABRIC_PROFILE)
-    )
+    env = run_env(results)
+    del env["TOPOFOAM_FABRIC"]
+    done = bench_cli("run", "--partition", "emu", "--tag", "p2p", env=env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    said = [ln for ln in done.stdout.splitlines() if "the emulated cluster's links cost" in ln]
+    assert len(said) == 1 and said[0].startswith(
+        f"bench: the emulated cluster's links cost {FABRIC_PROFILE} (L "
+    ), done.stdout[-2000:]
     return results
 
 

@@ -425,6 +425,7 @@ def test_node_failure_fails_that_job_clearly_and_keeps_finished_rows(tmp_path):
         TOPOFOAM_RUN=str(run),
         TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
         TOPOFOAM_EMU_SUBNET="10.77.11",
+        TOPOFOAM_FABRIC="none",  # the links as they are: placement and calls, not costs
     )
     # Three runs (1, 2, 4 nodes); the 4-node one holds its nodes 10 s after the solver, so
     # that it is caught running within about 4 s (a poll a second, then 3 s for the solver).

@@ -221,8 +221,8 @@ def test_runs_below_a_partition_s_scale_predict_nothing_under_its_name(measured,
 
 
 def test_without_a_fabric_profile_the_report_says_in_one_line_what_to_run(measured):
-    """Issue 55, part 4: the default `./bench run` has no fabric profile, so the p2p check
-    does not time the emulated links and nothing prices them. The same runs priced as if no
+    """Issue 55, part 4: a `./bench run` under TOPOFOAM_FABRIC=none (the default before
+    2026-12-03) has free links, so the p2p check does not time them and nothing prices them. The same runs priced as if no
     profile had been in force: no line is predicted, and one line, not one per variant and
     node count, says what run gives the prediction."""
     lines, _ = modelcheck.check(measured / "perflogs" / "local", costs_under="none")

@@ -203,6 +203,7 @@ def test_multinode_check_on_the_emulated_cluster(tmp_path):
         TOPOFOAM_RUN=str(tmp_path / "run"),
         TOPOFOAM_EMU_SLURMCTLD_PORT=str(free_port()),
         TOPOFOAM_EMU_SUBNET="10.77.10",
+        TOPOFOAM_FABRIC="none",  # the links as they are: placement and calls, not costs
     )
     done = bench_cli(
         "run", "--partition", "emu", "--tag", "multinode", "--", "-S", FEWER_STEPS,

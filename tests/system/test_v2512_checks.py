@@ -23,6 +23,7 @@ def v2512_run(tmp_path_factory, partition: str, selection: str, *settings: str):
     built_env("v2512")
     results = tmp_path_factory.mktemp(f"results-{partition}")
     env = dict(os.environ, TOPOFOAM_RESULTS=str(results), TOPOFOAM_RUN=str(results / "run"))
+    env["TOPOFOAM_FABRIC"] = "none"  # emulated links as they are: calls and fields, not costs
     done = bench_cli(
         "run",
         "--openfoam",
