@@ -530,3 +530,38 @@ def test_global_sums_prices_its_sums_along_the_schedule_s_tree():
     assert model.predict("global+max", 4, wide, on, work["global"], base).reason == (
         "unknown variant 'global+max'"
     )
+
+
+def test_the_report_says_which_predictions_are_judged_and_why_the_others_are_not():
+    """The report's accuracy lines: predictions whose ranks shared cores are named together as
+    not judged (their error holds the wait for a core), each other one with its verdict."""
+    from topofoam.prediction import modelcheck
+    from topofoam.results.stats import summarise
+
+    m = summarise([0.98, 1.00, 1.03, 1.05])
+
+    def line(variant, nodes, ranks_per_node, cores, predicted=0.95):
+        return modelcheck.Line(
+            "emu", "", "vsc5x100", "srun", variant, nodes, m.n, m.median, m.low, m.high,
+            predicted, None if predicted is None else predicted / m.median - 1,
+            scale=modelcheck.Scale(ranks_per_node, "cavity2D"), cores=cores,
+        )  # fmt: skip
+
+    lines = [
+        line("standard", 1, 2, 2),  # one node: the measurement itself, never judged
+        line("standard", 2, 2, 2),  # 4 ranks on 2 cores
+        line("global", 4, 2, 2),  # 8 ranks on 2 cores
+        line("standard", 2, 1, 2),  # a core each: judged
+        line("global", 2, 1, 2, predicted=0.70),  # a core each, 30 % off: FAIL
+        line("local+global", 2, 1, 2, predicted=None),  # no prediction: left to reasons
+    ]
+    said = modelcheck.judgements(lines)
+    assert said[0].startswith(
+        "Accuracy: 2 of the 4 predictions beyond one node not judged: their ranks outnumbered "
+        "the 2 cores they shared"
+    ), said
+    assert said[1].startswith("Accuracy: PASS: emu (vsc5x100), standard on 2 node(s) x 1: ")
+    assert said[2].startswith("Accuracy: FAIL: emu (vsc5x100), global on 2 node(s) x 1: ")
+    assert len(said) == 3
+    assert modelcheck.judgements([line("standard", 2, 1, None)])[0].startswith("Accuracy: PASS")
+    assert modelcheck.judgements(lines[:1]) == []

@@ -413,6 +413,25 @@ def accuracy(line: Line, need: float = ACCURACY) -> tuple[str, str]:
     return INCONCLUSIVE, f"{said}: its interval reaches across {bound} (more runs)"
 
 
+def judgements(lines: list[Line]) -> list[str]:
+    """What the report says of the model's accuracy beyond one node: one line for the
+    predictions not judged because their ranks shared cores (so that their error column is
+    not read as the model's), then each judged prediction's verdict and line. Lines without a
+    prediction are left to ``reasons``."""
+    beyond = [ln for ln in lines if ln.nodes > 1 and ln.predicted is not None and ln.measured]
+    shared = [ln for ln in beyond if ln.shared_cores]
+    said = []
+    if shared:
+        cores = " or ".join(str(c) for c in sorted({ln.cores for ln in shared}))
+        said.append(
+            f"Accuracy: {len(shared)} of the {len(beyond)} predictions beyond one node not "
+            f"judged: their ranks outnumbered the {cores} cores they shared, so each rank also "
+            f"waited for a core, which the model does not price (a cluster gives a rank a "
+            f"core): their errors above hold that wait (docs/model.md, How close it comes)."
+        )
+    return said + [f"Accuracy: {': '.join(accuracy(ln))}" for ln in beyond if not ln.shared_cores]
+
+
 def accuracies(lines: list[Line]) -> list[str]:
     """ "STATUS: line" of every prediction beyond one node (accuracy)."""
     return [": ".join(accuracy(ln)) for ln in lines if ln.nodes > 1]

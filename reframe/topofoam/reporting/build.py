@@ -768,6 +768,8 @@ class Builder:
         sec.add(modelcheck.effects(lines))
         for text in modelcheck.where_the_time_goes(lines):
             sec.add(text)
+        for text in modelcheck.judgements(lines):
+            sec.add(text)
         for reason in modelcheck.reasons(lines):
             sec.add(f"No prediction: {reason}")
 
